@@ -1,0 +1,176 @@
+"""FastAPI app factory: routes, lifespan (HTTP client, rewriter), fail-open rewrite."""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import orjson
+from fastapi import FastAPI, Request
+from starlette.responses import JSONResponse, Response
+
+from proxy.config import Settings
+from proxy.errors import error_response
+from proxy.forward import Upstream, new_client, upstream_headers
+from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from proxy.metrics import Metrics
+
+log = logging.getLogger("recovery_proxy")
+
+RewriterFactory = Callable[[Settings, Metrics, AsyncExitStack], Awaitable[Rewriter]]
+
+
+class BodyTooLarge(Exception):
+    """The request body is over `max_body_bytes`."""
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Read the whole body, refusing early once it passes `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def decode_body(body: bytes, encoding: str | None) -> bytes | None:
+    """The JSON bytes of a possibly compressed body; None for an encoding we cannot read."""
+    if not encoding or encoding == "identity":
+        return body
+    if encoding in ("gzip", "deflate"):
+        try:
+            return zlib.decompress(body, zlib.MAX_WBITS | 32)
+        except zlib.error:
+            return None
+    return None
+
+
+def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = None) -> FastAPI:
+    """Build the proxy. `rewriter_factory` builds the rewrite hook inside the lifespan;
+    by default it is the recovery pipeline."""
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            client = new_client(settings)
+            stack.push_async_callback(client.aclose)
+            factory = rewriter_factory or _default_rewriter
+            app.state.rewriter = await factory(settings, metrics, stack)
+            app.state.upstream = Upstream(settings, client, metrics)
+            app.state.ready = True
+            log.info("recovery-proxy ready, upstream %s", settings.upstream)
+            yield
+            app.state.ready = False
+
+    app = FastAPI(title="recovery-proxy", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.ready = False
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        if not app.state.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        started = time.perf_counter()
+        metrics.requests.labels("chat").inc()
+        try:
+            body = await read_body(request, settings.max_body_bytes)
+        except BodyTooLarge:
+            return error_response(
+                413,
+                f"Request body is over the proxy's limit of {settings.max_body_bytes} bytes.",
+                "invalid_request_error",
+                "request_too_large",
+            )
+        rewrite = UNCHANGED
+        encoding = request.headers.get("content-encoding", "").strip().lower() or None
+        plain = decode_body(body, encoding)
+        if plain is not None:
+            try:
+                payload = orjson.loads(plain)
+            except orjson.JSONDecodeError as exc:
+                return error_response(
+                    400,
+                    f"We could not parse the JSON body of your request: {exc}",
+                    "invalid_request_error",
+                    "invalid_json",
+                )
+            if not isinstance(payload, dict):
+                return error_response(
+                    400,
+                    f"The request body must be a JSON object, got {type(payload).__name__}.",
+                    "invalid_request_error",
+                    "invalid_body",
+                )
+            rewrite = await _safe_rewrite(app, ChatRequest(plain, payload, request.headers))
+            if rewrite.reject is not None:
+                return rewrite.reject
+        new_body = rewrite.body
+        extra = {"x-recovery-proxy-injected": str(rewrite.injected)}
+        return await app.state.upstream.send(
+            "POST",
+            "/chat/completions",
+            request.url.query,
+            upstream_headers(request.headers, body_changed=new_body is not None),
+            body if new_body is None else new_body,
+            extra,
+            started,
+        )
+
+    @app.api_route(
+        "/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    )
+    async def passthrough(path: str, request: Request) -> Response:
+        started = time.perf_counter()
+        metrics.requests.labels("passthrough").inc()
+        has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
+        return await app.state.upstream.send(
+            request.method,
+            f"/{path}",
+            request.url.query,
+            upstream_headers(request.headers, body_changed=False),
+            request.stream() if has_body else b"",
+            {},
+            started,
+        )
+
+    return app
+
+
+async def _safe_rewrite(app: FastAPI, request: ChatRequest) -> Rewrite:
+    """Run the rewrite hook; on any exception forward the original (fail-open)."""
+    try:
+        return await app.state.rewriter(request)
+    except Exception as exc:  # fail-open is the contract: never break the agent
+        app.state.metrics.rewrite_failures.inc()
+        log.error("rewrite failed, forwarding unchanged: %s: %s", type(exc).__name__, exc)
+        return UNCHANGED
+
+
+async def _unchanged(request: ChatRequest) -> Rewrite:
+    return UNCHANGED
+
+
+async def _default_rewriter(
+    settings: Settings, metrics: Metrics, stack: AsyncExitStack
+) -> Rewriter:
+    """The recovery pipeline (wired in once it exists)."""
+    return _unchanged

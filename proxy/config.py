@@ -1,0 +1,43 @@
+"""Settings: environment variables `RECOVERY_PROXY_*`, overridden by CLI flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator can set. Validated once, at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="RECOVERY_PROXY_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=0, le=65535)
+    upstream: str = "https://api.openai.com/v1"
+    rules: Path | None = Field(None, description="rules directory; default: the bundled rules")
+    store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
+    redis_prefix: str = "recovery-proxy:"
+
+    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(600.0, gt=0, description="wait for response headers")
+    stream_chunk_timeout: float = Field(300.0, gt=0, description="max gap between stream chunks")
+    max_connections: int = Field(200, gt=0)
+    max_keepalive_connections: int = Field(50, ge=0)
+
+    session_salt: str = Field("recovery-proxy", description="salt for credential hashes")
+    session_ttl_seconds: int = Field(24 * 3600, gt=0)
+    max_sessions: int = Field(10_000, gt=0)
+    context_window: int | None = Field(None, description="override the model's context window")
+    admin_token: str | None = None
+    log_bodies: bool = False
+    hot_reload: bool = True
+
+    @field_validator("upstream")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"upstream must be an http(s) URL, got {value!r}")
+        return value.rstrip("/")

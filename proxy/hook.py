@@ -1,0 +1,36 @@
+"""The rewrite hook: the seam where the recovery pipeline plugs into the HTTP path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.responses import Response
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One chat request as the client sent it."""
+
+    body: bytes
+    payload: dict[str, Any]
+    headers: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class Rewrite:
+    """What to do with a request: forward `body` (None: the original bytes) or answer `reject`."""
+
+    body: bytes | None = None
+    injected: int = 0
+    reject: Response | None = None
+
+
+UNCHANGED = Rewrite()
+
+
+class Rewriter(Protocol):
+    """Decides what a chat request becomes before it is forwarded."""
+
+    async def __call__(self, request: ChatRequest) -> Rewrite: ...

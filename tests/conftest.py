@@ -1,0 +1,91 @@
+"""Shared fixtures: the real app over ASGI, respx for the provider, loopback servers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx
+import pytest
+
+from proxy.app import RewriterFactory, create_app
+from proxy.config import Settings
+
+UPSTREAM = "http://127.0.0.1:18999/v1"
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for a test: loopback upstream, memory store, no hot reload."""
+    values: dict[str, Any] = {"upstream": UPSTREAM, "store": "memory", "hot_reload": False}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@asynccontextmanager
+async def proxy_client(
+    settings: Settings | None = None, rewriter_factory: RewriterFactory | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client talking to the real app (lifespan run) over ASGI."""
+    app = create_app(settings or make_settings(), rewriter_factory)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy.local") as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with proxy_client() as c:
+        yield c
+
+
+@pytest.fixture
+def chat_body() -> Callable[..., dict[str, Any]]:
+    """A realistic chat request with a tool call and its (successful) result."""
+
+    def build(**extra: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "You are a coding agent working in /repo."},
+                {"role": "user", "content": "Why does `make test` fail?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_8Jd2kXq",
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": '{"path": "Makefile"}'},
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "call_8Jd2kXq",
+                    "content": "test:\n\tpytest -q tests/\n",
+                },
+            ],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "read_file",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"path": {"type": "string"}},
+                        },
+                    },
+                }
+            ],
+            "temperature": 0.2,
+        }
+        body.update(extra)
+        return body
+
+    return build

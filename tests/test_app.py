@@ -1,0 +1,132 @@
+"""The HTTP surface: health, bad input, fail-open rewrite hook, overhead header."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+import orjson
+import respx
+from httpx import Response
+
+from proxy.config import Settings
+from proxy.hook import ChatRequest, Rewrite, Rewriter
+from proxy.metrics import Metrics
+from tests.conftest import UPSTREAM, make_settings, proxy_client
+
+
+def assert_openai_error(body: dict, type_: str) -> None:
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["type"] == type_
+    assert body["error"]["message"]
+
+
+async def test_healthz_ready(client) -> None:
+    response = await client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+async def test_malformed_json_is_a_clear_400(client) -> None:
+    with respx.mock(assert_all_called=False) as mock:
+        route = mock.post(f"{UPSTREAM}/chat/completions")
+        response = await client.post(
+            "/v1/chat/completions",
+            content=b'{"model": "gpt-4o", "messages": [',
+            headers={"content-type": "application/json"},
+        )
+    assert response.status_code == 400
+    assert_openai_error(response.json(), "invalid_request_error")
+    assert "parse the JSON body" in response.json()["error"]["message"]
+    assert not route.called
+
+
+async def test_json_that_is_not_an_object_is_400(client) -> None:
+    response = await client.post("/v1/chat/completions", content=b'["not", "an", "object"]')
+    assert response.status_code == 400
+    assert "must be a JSON object, got list" in response.json()["error"]["message"]
+
+
+async def test_body_over_limit_is_413() -> None:
+    async with proxy_client(make_settings(max_body_bytes=1024)) as client:
+        big = orjson.dumps(
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "x" * 2000}]}
+        )
+        response = await client.post("/v1/chat/completions", content=big)
+    assert response.status_code == 413
+    assert_openai_error(response.json(), "invalid_request_error")
+    assert "1024 bytes" in response.json()["error"]["message"]
+
+
+async def test_unknown_json_fields_are_forwarded_for_the_provider_to_judge(client) -> None:
+    body = b'{"model": 42, "messages": "not-a-list", "x_vendor_flag": {"a": [1, 2.50]}}'
+    with respx.mock() as mock:
+        route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+            return_value=Response(
+                400,
+                json={
+                    "error": {
+                        "message": "bad model",
+                        "type": "invalid_request_error",
+                        "param": "model",
+                        "code": None,
+                    }
+                },
+            )
+        )
+        response = await client.post("/v1/chat/completions", content=body)
+    assert route.calls.last.request.content == body
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "model"
+
+
+def raising_factory() -> tuple[list[ChatRequest], object]:
+    seen: list[ChatRequest] = []
+
+    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
+        async def explode(request: ChatRequest) -> Rewrite:
+            seen.append(request)
+            raise RuntimeError("classifier bug")
+
+        return explode
+
+    return seen, factory
+
+
+async def test_rewrite_hook_failure_forwards_original_bytes(chat_body, caplog) -> None:
+    seen, factory = raising_factory()
+    raw = orjson.dumps(chat_body())
+    async with proxy_client(rewriter_factory=factory) as client:
+        with respx.mock() as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+                return_value=Response(200, json={"id": "chatcmpl-1", "choices": []})
+            )
+            response = await client.post("/v1/chat/completions", content=raw)
+        metrics = (await client.get("/metrics")).text
+    assert response.status_code == 200
+    assert len(seen) == 1
+    assert route.calls.last.request.content == raw
+    assert "recovery_proxy_rewrite_failures_total 1.0" in metrics
+    lines = [r for r in caplog.records if "rewrite failed" in r.getMessage()]
+    assert len(lines) == 1 and "classifier bug" in lines[0].getMessage()
+
+
+async def test_rewrite_hook_can_replace_body_and_reports_injected(chat_body) -> None:
+    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
+        async def rewrite(request: ChatRequest) -> Rewrite:
+            payload = dict(request.payload)
+            payload["messages"] = [*payload["messages"], {"role": "user", "content": "[note]"}]
+            return Rewrite(body=orjson.dumps(payload), injected=1)
+
+        return rewrite
+
+    async with proxy_client(rewriter_factory=factory) as client:
+        with respx.mock() as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+                return_value=Response(200, json={"choices": []})
+            )
+            response = await client.post("/v1/chat/completions", json=chat_body())
+    sent = orjson.loads(route.calls.last.request.content)
+    assert sent["messages"][-1] == {"role": "user", "content": "[note]"}
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    assert float(response.headers["x-recovery-proxy-overhead-ms"]) >= 0
