@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import httpx
 import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse, Response
@@ -165,12 +167,22 @@ async def _safe_rewrite(app: FastAPI, request: ChatRequest) -> Rewrite:
         return UNCHANGED
 
 
-async def _unchanged(request: ChatRequest) -> Rewrite:
-    return UNCHANGED
-
-
 async def _default_rewriter(
     settings: Settings, metrics: Metrics, stack: AsyncExitStack
 ) -> Rewriter:
-    """The recovery pipeline (wired in once it exists)."""
-    return _unchanged
+    """The recovery pipeline: rules (hot reloaded), session store, webhook client."""
+    from proxy import tokens
+    from proxy.pipeline import RecoveryPipeline
+    from proxy.rules_watch import RulesHolder
+    from proxy.store import open_store
+
+    rules = RulesHolder(settings.rules, metrics)
+    if settings.hot_reload:
+        rules.start()
+        stack.push_async_callback(rules.stop)
+    store = await open_store(settings)
+    stack.push_async_callback(store.close)
+    client = httpx.AsyncClient(timeout=5.0, trust_env=False)
+    stack.push_async_callback(client.aclose)
+    await asyncio.to_thread(tokens.warm_up)
+    return RecoveryPipeline(settings, rules, store, metrics, client)

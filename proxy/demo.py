@@ -7,7 +7,6 @@ tool results, and the demo prints what the agent sent next to what the model rec
 from __future__ import annotations
 
 import json
-import tempfile
 from typing import Any
 
 import httpx
@@ -80,11 +79,14 @@ def rule(title: str) -> str:
     return f"\n{'=' * 8} {title} {'=' * max(0, 70 - len(title))}"
 
 
-def show_difference(sent: list[dict[str, Any]], received: list[dict[str, Any]]) -> None:
-    """Print what the proxy added: messages whose content changed, and new messages."""
+def show_difference(
+    sent: list[dict[str, Any]], received: list[dict[str, Any]], new_from: int
+) -> None:
+    """Print what the proxy changed in the system prompt and in this turn's new messages
+    (earlier blocks are re-applied byte for byte and not shown again)."""
     changed = False
-    for before, after in zip(sent, received, strict=False):
-        if before != after:
+    for index, (before, after) in enumerate(zip(sent, received, strict=False)):
+        if before != after and (index >= new_from or after["role"] == "system"):
             changed = True
             print(f"  [{after['role']}] as the model received it:")
             print("    " + str(after.get("content")).replace("\n", "\n    "))
@@ -102,6 +104,7 @@ def play(proxy_url: str, model: Any) -> None:
         {"role": "user", "content": TASK},
     ]
     headers = {"Authorization": "Bearer sk-demo", "X-Session-Id": "demo-session"}
+    new_from = 0
     with httpx.Client(base_url=proxy_url, headers=headers, timeout=30) as client:
         for turn in range(1, len(SCRIPT) + 1):
             response = client.post(
@@ -121,9 +124,10 @@ def play(proxy_url: str, model: Any) -> None:
             if response.status_code != 200:
                 print("  " + response.text)
                 return
-            show_difference(messages, model.state.received[-1]["messages"])
+            show_difference(messages, model.state.received[-1]["messages"], new_from)
             reply = response.json()["choices"][0]["message"]
             messages.append(reply)
+            new_from = len(messages)
             for tool_call in reply.get("tool_calls") or []:
                 fn = tool_call["function"]
                 print(f"  model calls {fn['name']}({fn['arguments']})")
@@ -134,6 +138,7 @@ def play(proxy_url: str, model: Any) -> None:
                 if tool_call["id"] == COMPACT_AFTER:
                     print(rule("the agent compacts its history"))
                     messages = [messages[0], {"role": "user", "content": COMPACTED}]
+                    new_from = 0
             if not reply.get("tool_calls"):
                 print(f"  model answers: {reply['content']}")
 
@@ -141,10 +146,8 @@ def play(proxy_url: str, model: Any) -> None:
 def run_demo() -> int:
     """Run the scripted session; returns the process exit code."""
     model = create_mock_app(SCRIPT, by_request=True)
-    with tempfile.TemporaryDirectory() as state, BackgroundServer(model) as upstream:
-        settings = Settings(
-            upstream=f"{upstream.url}/v1", store=f"sqlite:{state}/demo.db", hot_reload=False
-        )
+    with BackgroundServer(model) as upstream:
+        settings = Settings(upstream=f"{upstream.url}/v1", hot_reload=False)
         with BackgroundServer(create_app(settings)) as proxy:
             print(f"mock model on {upstream.url}, recovery-proxy on {proxy.url}")
             play(f"{proxy.url}", model)

@@ -1,0 +1,107 @@
+"""Is a tool result a failure? Which category, which target, which key error line?
+
+Pure functions over compiled `Rules`; they see only the bounded scan window of a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.rules import Rules
+
+KEY_LINE_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The classifier's answer for one tool result."""
+
+    error: bool
+    category: str = ""
+    rule: str = ""
+    key_line: str = ""
+
+
+SUCCESS = Verdict(error=False)
+
+
+def scan_window(text: str, rules: Rules) -> str:
+    """The head and tail of `text` that patterns may read (invariant 4: bounded scans)."""
+    head, tail = rules.scan.head_bytes, rules.scan.tail_bytes
+    if len(text) <= head + tail:
+        return text
+    return text[:head] + "\n...\n" + (text[-tail:] if tail else "")
+
+
+def detect(window: str, rules: Rules) -> str | None:
+    """The id of the rule that says this window is a failure, or None for success."""
+    for matcher in rules.not_error:
+        if matcher.search(window):
+            return None
+    for matcher in rules.error:
+        if matcher.search(window):
+            return matcher.id
+    return None
+
+
+def key_line(window: str, rules: Rules) -> str:
+    """The line that says what went wrong: first key-line rule that matches, else line one."""
+    for matcher in rules.key_line:
+        match = matcher.search(window)
+        if match:
+            line = match.group(1) if match.re.groups else match.group(0)
+            return _clip(line)
+    for line in window.splitlines():
+        if line.strip():
+            return _clip(line)
+    return ""
+
+
+def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
+    """First matching category; tool-specific ones first, the key line before the window."""
+    specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
+    general = [c for c in rules.categories if c.tools is None]
+    ordered = specific + general
+    for text in (line, window):
+        for category in ordered:
+            if any(m.search(text) for m in category.matchers):
+                return category.id
+    return "unknown"
+
+
+def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+    """Judge one tool result. An explicit wire flag decides error-or-not by itself."""
+    window = scan_window(text, rules)
+    if is_error is None:
+        rule = detect(window, rules)
+        if rule is None:
+            return SUCCESS
+    elif is_error:
+        rule = "wire-flag"
+    else:
+        return SUCCESS
+    line = key_line(window, rules)
+    return Verdict(True, categorise(tool, line, window, rules), rule, line)
+
+
+def target_of(arguments: dict[str, Any], rules: Rules) -> str:
+    """The operation's target: the first configured argument present, normalised, clipped."""
+    for key in rules.targets.keys:
+        value = arguments.get(key)
+        if value is None or value == "":
+            continue
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        text = " ".join(text.split())
+        if text.startswith("./"):
+            text = text[2:]
+        limit = rules.targets.max_length
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+    return ""
+
+
+def _clip(line: str) -> str:
+    line = line.strip().removeprefix("<tool_use_error>").removesuffix("</tool_use_error>").strip()
+    return line if len(line) <= KEY_LINE_MAX else line[: KEY_LINE_MAX - 3] + "..."

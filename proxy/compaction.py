@@ -1,0 +1,95 @@
+"""Compaction: did the agent replace its history? Which failures can the model no longer see?
+
+Signals, strongest first (DESIGN "Compaction"): failures the model could see last time have
+vanished; the message list shrank and its earlier part changed; a known summary marker appears;
+a new thread opens carrying tool calls from an old one. Ordinary growth, retries, an edited last
+user message (a branch) and parallel sub-agents (other threads) are not compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from proxy import render
+from proxy.conversation import Conversation
+from proxy.rules import Rules
+from proxy.state import FailureRecord, SessionState, ThreadState
+
+MAX_USER_ANCHORS = 64
+
+
+def visible_failures(state: SessionState, conv: Conversation, rules: Rules) -> set[str]:
+    """Call ids of tracked failures whose result is still in the request, uncleared."""
+    failed = {r.call_id for r in state.records}
+    return {
+        r.call_id
+        for r in conv.results
+        if r.call_id in failed and not any(c in r.text for c in rules.cleared)
+    }
+
+
+def has_marker(conv: Conversation, rules: Rules) -> bool:
+    return any(m.search(text) for text in conv.texts for m in rules.markers)
+
+
+def is_branch(previous: ThreadState, conv: Conversation) -> bool:
+    """The agent edited (or re-sent) its last user message: everything before it is kept."""
+    if conv.last_role != "user" or not conv.user_anchors:
+        return False
+    k = conv.user_anchors[-1][0]
+    before = dict(previous.anchors)
+    if k not in before:
+        return False
+    now = dict(conv.user_anchors)
+    return all(now.get(i) == digest for i, digest in previous.anchors if i < k)
+
+
+def detect_compaction(state: SessionState, conv: Conversation, rules: Rules) -> list[str]:
+    """The signals that fired for this request (empty: no compaction)."""
+    signals: list[str] = []
+    previous = state.threads.get(conv.thread)
+    visible = visible_failures(state, conv, rules)
+    if previous is not None:
+        if not is_branch(previous, conv):
+            if any(cid not in visible for cid in previous.visible):
+                signals.append("vanished")
+            if conv.message_count < previous.length and dict(previous.anchors) != {
+                i: d for i, d in conv.user_anchors if i in dict(previous.anchors)
+            }:
+                signals.append("rewritten")
+    elif state.threads and any(r.call_id in state.seen for r in conv.results):
+        signals.append("continuation")
+    if has_marker(conv, rules) and (previous is None or not previous.marker):
+        signals.append("marker")
+    return signals
+
+
+def remember_thread(state: SessionState, conv: Conversation, rules: Rules) -> None:
+    """Keep what this request looked like, for the next one in the same thread."""
+    state.threads.pop(conv.thread, None)  # re-insert: most recently used last
+    state.threads[conv.thread] = ThreadState(
+        length=conv.message_count,
+        anchors=conv.user_anchors[-MAX_USER_ANCHORS:],
+        visible=sorted(visible_failures(state, conv, rules)),
+        marker=has_marker(conv, rules),
+    )
+
+
+def frozen_summary(
+    state: SessionState, conv: Conversation, rules: Rules, count: Callable[[str], int]
+) -> str:
+    """The summary of failures the model can no longer see, newest per (tool, category),
+    within the record and token caps. Rendered once per compaction, then frozen."""
+    visible = visible_failures(state, conv, rules)
+    newest: dict[tuple[str, str], FailureRecord] = {}
+    for record in state.records:
+        if record.call_id not in visible:
+            newest.pop((record.operation, record.category), None)
+            newest[(record.operation, record.category)] = record
+    chosen = list(newest.values())[-rules.thresholds.summary_records :]
+    while chosen:
+        text = render.summary(rules, chosen)
+        if count(text) <= rules.thresholds.summary_tokens:
+            return text
+        chosen = chosen[1:]
+    return ""

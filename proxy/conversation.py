@@ -1,0 +1,47 @@
+"""The neutral view of a request: tool calls, tool results, system text. No wire details."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A call the model made: `arguments` parsed when they are a JSON object, else {}."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returned, where it sits in the request, and the call it answers."""
+
+    call_id: str
+    text: str
+    index: int
+    call: ToolCall | None = None
+    is_error: bool | None = None  # an explicit wire flag; None: judge the text
+
+    @property
+    def tool(self) -> str:
+        return self.call.name if self.call else "unknown_tool_call"
+
+
+@dataclass(slots=True)
+class Conversation:
+    """Everything the core needs to know about one request."""
+
+    model: str
+    system: str
+    first_user: str
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # system and user texts (marker scan)
+    message_count: int = 0
+    last_role: str = ""
+    user_anchors: list[tuple[int, str]] = field(default_factory=list)  # (index, digest)
+    thread: str = ""  # digest of system prompt + first user message

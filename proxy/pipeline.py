@@ -1,0 +1,151 @@
+"""The recovery pipeline behind the rewrite hook: parse, session, track, plan, splice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import httpx
+import orjson
+
+from proxy import tokens
+from proxy.classify import Verdict
+from proxy.config import Settings
+from proxy.errors import error_response
+from proxy.hook import UNCHANGED, ChatRequest, Rewrite
+from proxy.metrics import Metrics
+from proxy.rules import Rules
+from proxy.rules_watch import RulesHolder
+from proxy.session import session_key
+from proxy.state import SessionState
+from proxy.store import Store
+from proxy.tracker import Budget, Plan, observe
+from proxy.wire import openai_chat
+
+log = logging.getLogger("recovery_proxy")
+
+
+class RecoveryPipeline:
+    """The rewriter: one call per chat request."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        rules: RulesHolder,
+        store: Store,
+        metrics: Metrics,
+        client: httpx.AsyncClient,
+    ) -> None:
+        self.settings = settings
+        self.rules = rules
+        self.store = store
+        self.metrics = metrics
+        self.client = client
+        self.store_down = False
+        self.background: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, request: ChatRequest) -> Rewrite:
+        rules = self.rules.current
+        conv = openai_chat.parse(request.payload)
+        if conv is None:
+            return UNCHANGED
+        key = session_key(
+            request.headers,
+            request.payload,
+            rules.sessions,
+            conv.thread,
+            self.settings.session_salt,
+        )
+        budget_numbers = self._budget_numbers(request, conv.model, rules)
+        now = time.time()
+        verdicts: dict[str, Verdict] = {}
+
+        def apply(state: SessionState) -> Plan:
+            budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
+            return observe(state, conv, rules, budget, now, verdicts)
+
+        plan = await self._update(key, apply)
+        self._count(plan)
+        if plan.events:
+            self._send_events(plan.events, rules)
+        if plan.reject is not None:
+            message = rules.templates["blocked"].format(reason=plan.reject)
+            return Rewrite(
+                reject=error_response(
+                    409,
+                    message,
+                    "recovery_escalation",
+                    "recovery_escalation",
+                    headers={"x-should-retry": "false"},
+                )
+            )
+        if not plan.appends and not plan.summary:
+            return UNCHANGED
+        payload = openai_chat.splice(
+            request.payload,
+            plan.appends,
+            plan.summary,
+            rules.placement.mode,
+            rules.placement.message_role,
+        )
+        return Rewrite(body=orjson.dumps(payload), injected=plan.injected)
+
+    async def _update(self, key: str, apply: Any) -> Plan:
+        """Run the tracker against the store; if the store is down, against an empty state
+        (stateless recovery from what the conversation shows)."""
+        try:
+            plan: Plan = await self.store.update(key, apply)
+        except Exception as exc:
+            if not self.store_down:
+                self.store_down = True
+                self.metrics.store_outages.inc()
+                log.error("session store unavailable, degrading to stateless recovery: %s", exc)
+            return apply(SessionState())
+        if self.store_down:
+            self.store_down = False
+            log.warning("session store reachable again")
+        return plan
+
+    def _budget_numbers(
+        self, request: ChatRequest, model: str, rules: Rules
+    ) -> tuple[int, int, bool]:
+        """(request cap, window headroom, escalations only) for this request."""
+        th = rules.thresholds
+        window = tokens.context_window(model, self.settings.context_window)
+        used = len(request.body) // tokens.CHARS_PER_TOKEN
+        if used > window // 2:  # near the limit: count exactly
+            used = tokens.count_messages(request.payload.get("messages") or [], model)
+        headroom = max(0, window - used)
+        return th.request_tokens, headroom, used > th.near_window * window
+
+    def _count(self, plan: Plan) -> None:
+        for category in plan.new_failures:
+            self.metrics.failures_seen.labels(category).inc()
+        if plan.compaction:
+            self.metrics.compactions.inc()
+        if plan.appends:
+            self.metrics.injections.labels("block").inc(len(plan.appends))
+        if plan.summary:
+            self.metrics.injections.labels("summary").inc()
+
+    def _send_events(self, events: list[dict[str, Any]], rules: Rules) -> None:
+        url = rules.escalation.webhook_url
+        if not url:
+            return
+        for event in events:
+            self.metrics.escalations.labels("webhook").inc()
+            task = asyncio.create_task(self._post(url, event))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
+
+    async def _post(self, url: str, event: dict[str, Any]) -> None:
+        try:
+            await self.client.post(url, json=event, timeout=5.0)
+        except httpx.HTTPError as exc:
+            log.warning("escalation webhook to %s failed: %s", url, exc)
+
+
+def tokens_for(model: str) -> Any:
+    return lambda text: tokens.count(text, model)

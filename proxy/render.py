@@ -1,0 +1,65 @@
+"""Templates -> text. All wording comes from the rules' templates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from proxy.rules import Rules
+from proxy.state import FailureRecord
+
+
+def operation(tool: str, target: str) -> str:
+    """`edit_file("src/config.ts")`, or `edit_file()` without a target."""
+    return f'{tool}("{target}")' if target else f"{tool}()"
+
+
+def previous_attempts(rules: Rules, earlier: list[FailureRecord]) -> str:
+    t = rules.templates
+    if not earlier:
+        return t["no_previous_attempts"]
+    return "\n".join(
+        t["previous_attempt"].format(
+            n=n,
+            operation=operation(r.operation, r.target),
+            category=r.category,
+            error=r.error,
+        )
+        for n, r in enumerate(earlier, 1)
+    )
+
+
+def block(
+    rules: Rules,
+    record: FailureRecord,
+    earlier: list[FailureRecord],
+    hints: Iterable[str],
+    notices: Iterable[str] = (),
+) -> str:
+    """The recovery block for one failure (seed 000's shape), notices last."""
+    t = rules.templates
+    text = t["block"].format(
+        operation=operation(record.operation, record.target),
+        error=record.error,
+        previous=previous_attempts(rules, earlier),
+        hints="\n".join(t["hint"].format(hint=h) for h in hints),
+    )
+    return "\n\n".join([text, *notices])
+
+
+def notice(rules: Rules, notices: list[str]) -> str:
+    """Notices attached to a result that is not itself a failure."""
+    return rules.templates["notice"].format(notices="\n".join(notices))
+
+
+def summary(rules: Rules, records: list[FailureRecord]) -> str:
+    t = rules.templates
+    items = "\n".join(
+        t["summary_item"].format(
+            category=r.category,
+            operation=operation(r.operation, r.target),
+            error=r.error,
+            turn=r.turn,
+        )
+        for r in records
+    )
+    return t["summary"].format(items=items)

@@ -1,0 +1,369 @@
+"""Rule files: pydantic schema, loading and merging, compiled RE2 matchers.
+
+Every `*.yaml` file in the rules directory is a `RuleFile`; files are merged in name order
+(lists concatenate, mappings merge key by key, later files win). Patterns are compiled once
+with RE2 (linear time, safe on untrusted text). Any problem is a `RulesError` naming the file,
+the rule id and what is wrong; a bad file is never half-applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import re2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+class RulesError(Exception):
+    """A rules directory that cannot be used, with a message naming file, rule and problem."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Examples(Strict):
+    """Texts a rule must and must not match; `rules check` runs them."""
+
+    match: list[str] = []
+    no_match: list[str] = []
+
+
+class PatternRule(Strict):
+    """One named pattern (error detection, success override, key-line extraction)."""
+
+    id: str
+    pattern: str
+    description: str = ""
+    examples: Examples = Examples()
+
+
+class ToolHints(Strict):
+    tools: str = Field(description="RE2 pattern on the tool name")
+    hints: list[str] = Field(min_length=1, max_length=6)
+
+
+class CategoryRule(Strict):
+    """A failure category: patterns, hints, optional restriction to some tools."""
+
+    id: str
+    patterns: list[str] = []
+    tools: str | None = Field(None, description="RE2 on the tool name: only these tools")
+    hints: list[str] = Field(min_length=1, max_length=6)
+    tool_hints: list[ToolHints] = []
+    systemic: bool = False
+    examples: Examples = Examples()
+
+
+class Detection(Strict):
+    not_error: list[PatternRule] = []
+    error: list[PatternRule] = []
+    key_line: list[PatternRule] = []
+
+
+class Scan(Strict):
+    head_bytes: int = Field(8192, gt=0)
+    tail_bytes: int = Field(4096, ge=0)
+
+
+class Targets(Strict):
+    keys: list[str] = []
+    max_length: int = Field(200, gt=10)
+
+
+class Placement(Strict):
+    mode: Literal["append", "message"] = "append"
+    message_role: Literal["user", "system"] = "user"
+
+
+class Escalation(Strict):
+    consecutive_failures: int = Field(5, ge=2)
+    action: Literal["annotate", "block", "webhook"] = "annotate"
+    webhook_url: str | None = None
+
+
+class Thresholds(Strict):
+    repeat_warn: int = Field(2, ge=2)
+    repeat_stop: int = Field(3, ge=2)
+    same_call_notice: int = Field(3, ge=2)
+    same_call_escalate: int = Field(5, ge=2)
+    cycle_min_length: int = Field(2, ge=2)
+    cycle_max_length: int = Field(5, ge=2)
+    cycle_repeats: int = Field(3, ge=2)
+    systemic_operations: int = Field(3, ge=2)
+    systemic_window: int = Field(10, ge=2, description="recent failure records considered")
+    block_tokens: int = Field(200, ge=20)
+    request_tokens: int = Field(1000, ge=0)
+    near_window: float = Field(0.85, gt=0, le=1)
+    summary_records: int = Field(10, ge=1)
+    summary_tokens: int = Field(500, ge=50)
+
+
+class Compaction(Strict):
+    markers: list[PatternRule] = []
+    cleared: list[str] = Field([], description="texts that replace a cleared tool output")
+
+
+class Sessions(Strict):
+    headers: list[str] = []
+    header_glob_suffix: str = "-session-id"
+    body_fields: list[str] = []
+
+
+class RuleFile(Strict):
+    """The schema of one YAML file. Every section is optional; unknown keys are errors."""
+
+    scan: Scan | None = None
+    detection: Detection = Detection()
+    categories: list[CategoryRule] = []
+    targets: Targets | None = None
+    templates: dict[str, str] = {}
+    thresholds: Thresholds | None = None
+    escalation: Escalation | None = None
+    placement: Placement | None = None
+    compaction: Compaction = Compaction()
+    sessions: Sessions | None = None
+
+
+TEMPLATE_NAMES = {
+    "block",
+    "previous_attempt",
+    "no_previous_attempts",
+    "hint",
+    "repeat_warn",
+    "repeat_stop",
+    "same_call",
+    "cycle",
+    "escalation",
+    "systemic",
+    "summary",
+    "summary_item",
+    "blocked",
+    "notice",
+}
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A compiled pattern and the id it came from."""
+
+    id: str
+    regex: Any
+
+    def search(self, text: str) -> Any:
+        return self.regex.search(text)
+
+
+@dataclass(frozen=True)
+class Category:
+    id: str
+    matchers: tuple[Matcher, ...]
+    tools: Any | None
+    hints: tuple[str, ...]
+    tool_hints: tuple[tuple[Any, tuple[str, ...]], ...]
+    systemic: bool
+
+    def hints_for(self, tool: str) -> tuple[str, ...]:
+        for regex, hints in self.tool_hints:
+            if regex.search(tool):
+                return hints
+        return self.hints
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The active, compiled rule set. Immutable: a reload builds a new one."""
+
+    version: str
+    source: str
+    scan: Scan
+    not_error: tuple[Matcher, ...]
+    error: tuple[Matcher, ...]
+    key_line: tuple[Matcher, ...]
+    categories: tuple[Category, ...]
+    targets: Targets
+    templates: dict[str, str]
+    thresholds: Thresholds
+    escalation: Escalation
+    placement: Placement
+    markers: tuple[Matcher, ...]
+    cleared: tuple[str, ...]
+    sessions: Sessions
+    files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
+
+    def category(self, category_id: str) -> Category | None:
+        for category in self.categories:
+            if category.id == category_id:
+                return category
+        return None
+
+
+def compile_pattern(pattern: str, where: str) -> Any:
+    """Compile with RE2 or raise a RulesError saying where the bad pattern is."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise RulesError(f"{where}: invalid RE2 pattern {pattern!r}: {detail}") from None
+
+
+def default_rules_dir() -> Path:
+    """The rules bundled with the package (the repository's top-level `rules/`)."""
+    spec = importlib.util.find_spec("recovery_proxy_rules")
+    if spec is None or not spec.submodule_search_locations:
+        raise RulesError("bundled rules (recovery_proxy_rules) are not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def read_files(directory: Path) -> dict[str, RuleFile]:
+    """Parse and validate every `*.yaml` file of a rules directory."""
+    if not directory.is_dir():
+        raise RulesError(f"{directory}: rules directory does not exist")
+    paths = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+    if not paths:
+        raise RulesError(f"{directory}: no *.yaml rule files")
+    files: dict[str, RuleFile] = {}
+    for path in paths:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise RulesError(f"{path.name}: cannot read YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise RulesError(f"{path.name}: top level must be a mapping, got {type(data).__name__}")
+        try:
+            files[path.name] = RuleFile.model_validate(data)
+        except ValidationError as exc:
+            raise RulesError(f"{path.name}: {_describe(exc, data)}") from None
+    return files
+
+
+def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
+    """Name the rule id (when the error sits inside a list of rules) and the problem."""
+    problems = []
+    for error in exc.errors():
+        loc = error["loc"]
+        node: Any = data
+        rule_id = None
+        for part in loc:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                break
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                rule_id = node["id"]
+        where = ".".join(str(p) for p in loc)
+        prefix = f"rule {rule_id!r} ({where})" if rule_id else where
+        problems.append(f"{prefix}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def _merge_dicts(items: Iterable[BaseModel | None], model: type[BaseModel]) -> Any:
+    merged: dict[str, Any] = {}
+    for item in items:
+        if item is not None:
+            merged.update(item.model_dump(exclude_unset=True))
+    return model.model_validate(merged)
+
+
+def _matchers(rules: Iterable[PatternRule], where: str) -> tuple[Matcher, ...]:
+    return tuple(Matcher(r.id, compile_pattern(r.pattern, f"{where} rule {r.id!r}")) for r in rules)
+
+
+def build(files: dict[str, RuleFile], source: str = "") -> Rules:
+    """Merge parsed files into one compiled rule set, checking ids and templates."""
+    seen: dict[str, str] = {}
+    for name, rule_file in files.items():
+        d = rule_file.detection
+        ids = [r.id for r in (*d.not_error, *d.error)]
+        ids += [f"key_line:{r.id}" for r in d.key_line]
+        ids += [f"marker:{r.id}" for r in rule_file.compaction.markers]
+        ids += [f"category:{c.id}" for c in rule_file.categories]
+        for rule_id in ids:
+            if rule_id in seen:
+                raise RulesError(f"{name}: rule {rule_id!r} is already defined in {seen[rule_id]}")
+            seen[rule_id] = name
+
+    def each(attr: str) -> list[tuple[str, Any]]:
+        return [(name, getattr(f, attr)) for name, f in files.items()]
+
+    not_error: list[Matcher] = []
+    error: list[Matcher] = []
+    key_line: list[Matcher] = []
+    markers: list[Matcher] = []
+    categories: list[Category] = []
+    cleared: list[str] = []
+    templates: dict[str, str] = {}
+    for name, rule_file in files.items():
+        d = rule_file.detection
+        not_error += _matchers(d.not_error, name)
+        error += _matchers(d.error, name)
+        key_line += _matchers(d.key_line, name)
+        markers += _matchers(rule_file.compaction.markers, name)
+        cleared += rule_file.compaction.cleared
+        for key in rule_file.templates:
+            if key not in TEMPLATE_NAMES:
+                raise RulesError(
+                    f"{name}: unknown template {key!r} (known: {sorted(TEMPLATE_NAMES)})"
+                )
+        templates.update(rule_file.templates)
+        for c in rule_file.categories:
+            where = f"{name} category {c.id!r}"
+            categories.append(
+                Category(
+                    id=c.id,
+                    matchers=tuple(Matcher(c.id, compile_pattern(p, where)) for p in c.patterns),
+                    tools=compile_pattern(c.tools, where) if c.tools else None,
+                    hints=tuple(c.hints),
+                    tool_hints=tuple(
+                        (compile_pattern(t.tools, where), tuple(t.hints)) for t in c.tool_hints
+                    ),
+                    systemic=c.systemic,
+                )
+            )
+    if not any(c.id == "unknown" for c in categories):
+        raise RulesError("categories: a category 'unknown' (the fallback) is required")
+    missing = TEMPLATE_NAMES - templates.keys()
+    if missing:
+        raise RulesError(f"templates missing: {sorted(missing)}")
+    thresholds = _merge_dicts((f for _, f in each("thresholds")), Thresholds)
+    if thresholds.repeat_stop < thresholds.repeat_warn:
+        raise RulesError("thresholds: repeat_stop must be >= repeat_warn")
+    escalation = _merge_dicts((f for _, f in each("escalation")), Escalation)
+    if escalation.action == "webhook" and not escalation.webhook_url:
+        raise RulesError("escalation: action 'webhook' needs webhook_url")
+    digest = hashlib.sha256()
+    for name, rule_file in files.items():
+        digest.update(name.encode() + b"\0" + rule_file.model_dump_json().encode())
+    return Rules(
+        version=digest.hexdigest()[:12],
+        source=source,
+        scan=_merge_dicts((f for _, f in each("scan")), Scan),
+        not_error=tuple(not_error),
+        error=tuple(error),
+        key_line=tuple(key_line),
+        categories=tuple(categories),
+        targets=_merge_dicts((f for _, f in each("targets")), Targets),
+        templates=templates,
+        thresholds=thresholds,
+        escalation=escalation,
+        placement=_merge_dicts((f for _, f in each("placement")), Placement),
+        markers=tuple(markers),
+        cleared=tuple(cleared),
+        sessions=_merge_dicts((f for _, f in each("sessions")), Sessions),
+        files=files,
+    )
+
+
+def load_rules(directory: Path | None = None) -> Rules:
+    """Read, validate and compile a rules directory (default: the bundled rules)."""
+    directory = directory or default_rules_dir()
+    return build(read_files(directory), str(directory))

@@ -1,0 +1,66 @@
+"""`recovery-proxy rules check [DIR]`: validate rule files and run their embedded examples."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from proxy.classify import categorise, key_line
+from proxy.rules import Matcher, PatternRule, Rules, RulesError, load_rules
+
+
+def example_failures(rules: Rules) -> tuple[int, list[str]]:
+    """Run every rule's `examples`; returns (examples run, descriptions of failures)."""
+    compiled: dict[tuple[str, str], Matcher] = {
+        **{("detection", m.id): m for m in (*rules.not_error, *rules.error)},
+        **{("marker", m.id): m for m in rules.markers},
+    }
+    ran = 0
+    failures: list[str] = []
+    for name, rule_file in rules.files.items():
+        pattern_rules: list[tuple[str, PatternRule]] = [
+            *(("detection", r) for r in rule_file.detection.not_error),
+            *(("detection", r) for r in rule_file.detection.error),
+            *(("marker", r) for r in rule_file.compaction.markers),
+        ]
+        for section, rule in pattern_rules:
+            matcher = compiled[(section, rule.id)]
+            for text in rule.examples.match:
+                ran += 1
+                if not matcher.search(text):
+                    failures.append(f"{name}: rule {rule.id!r} should match {text!r}")
+            for text in rule.examples.no_match:
+                ran += 1
+                if matcher.search(text):
+                    failures.append(f"{name}: rule {rule.id!r} should not match {text!r}")
+        for category in rule_file.categories:
+            for text, wanted in [(t, True) for t in category.examples.match] + [
+                (t, False) for t in category.examples.no_match
+            ]:
+                ran += 1
+                got = categorise("", key_line(text, rules), text, rules)
+                if (got == category.id) != wanted:
+                    verb = "should" if wanted else "should not"
+                    failures.append(
+                        f"{name}: category {category.id!r} {verb} claim {text!r} (got {got!r})"
+                    )
+    return ran, failures
+
+
+def check_rules(directory: Path | None) -> int:
+    """Print what is wrong, if anything; exit status 0 only when everything passes."""
+    try:
+        rules = load_rules(directory)
+    except RulesError as exc:
+        print(f"rules invalid: {exc}", file=sys.stderr)
+        return 1
+    ran, failures = example_failures(rules)
+    for failure in failures:
+        print(f"FAIL {failure}", file=sys.stderr)
+    count = len(rules.not_error) + len(rules.error) + len(rules.categories) + len(rules.markers)
+    status = "FAILED" if failures else "ok"
+    print(
+        f"rules {status}: {rules.source} version {rules.version}, {count} rules, "
+        f"{ran} examples, {len(failures)} failures"
+    )
+    return 1 if failures else 0

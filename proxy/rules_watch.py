@@ -1,0 +1,55 @@
+"""Hot reload: watch the rules directory, swap in new rules atomically, keep the last good."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from proxy.metrics import Metrics
+from proxy.rules import Rules, RulesError, default_rules_dir, load_rules
+
+log = logging.getLogger("recovery_proxy")
+
+
+class RulesHolder:
+    """Holds the active rules; `current` is always a complete, valid rule set."""
+
+    def __init__(self, directory: Path | None, metrics: Metrics) -> None:
+        self.directory = directory or default_rules_dir()
+        self.metrics = metrics
+        self.current: Rules = load_rules(self.directory)
+        metrics.set_rules_version(self.current.version)
+        log.info("rules loaded from %s, version %s", self.directory, self.current.version)
+        self._task: asyncio.Task[None] | None = None
+
+    def reload(self) -> bool:
+        """Load the directory again; on any problem keep the last good rules."""
+        try:
+            rules = load_rules(self.directory)
+        except RulesError as exc:
+            self.metrics.rules_reloads.labels("rejected").inc()
+            log.error("rules reload rejected, keeping version %s: %s", self.current.version, exc)
+            return False
+        if rules.version != self.current.version:
+            self.current = rules
+            self.metrics.set_rules_version(rules.version)
+            self.metrics.rules_reloads.labels("applied").inc()
+            log.info("rules reloaded, version %s", rules.version)
+        return True
+
+    async def _watch(self) -> None:
+        from watchfiles import awatch
+
+        async for _ in awatch(self.directory, debounce=200, step=50, recursive=False):
+            self.reload()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._watch(), name="rules-watch")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

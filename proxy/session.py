@@ -1,0 +1,63 @@
+"""Session keys: which conversation a request belongs to, scoped by the caller's credential."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from proxy.rules import Sessions
+
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+
+
+def tenant_of(headers: Mapping[str, str], salt: str) -> str:
+    """A salted hash of the caller's credential; the credential itself is never kept."""
+    credential = next((headers[h] for h in CREDENTIAL_HEADERS if headers.get(h)), "")
+    return hashlib.sha256(f"{salt}\0{credential}".encode()).hexdigest()[:16]
+
+
+def _dotted(payload: Mapping[str, Any], path: str) -> str | None:
+    node: Any = payload
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, str | int) and not isinstance(node, bool) and str(node):
+        return str(node)
+    return None
+
+
+def session_id(
+    headers: Mapping[str, str], payload: Mapping[str, Any], sessions: Sessions, fingerprint: str
+) -> str:
+    """The first configured header, then any `x-*-session-id` header, then a body field,
+    then a fingerprint of the system prompt and first user message."""
+    for name in sessions.headers:
+        value = headers.get(name)
+        if value:
+            return f"h:{value}"
+    suffix = sessions.header_glob_suffix.lower()
+    if suffix:
+        for name, value in headers.items():
+            lower = name.lower()
+            if lower.startswith("x-") and lower.endswith(suffix) and value:
+                return f"h:{value}"
+    for path in sessions.body_fields:
+        value = _dotted(payload, path)
+        if value:
+            return f"b:{value}"
+    return f"fp:{fingerprint}"
+
+
+def session_key(
+    headers: Mapping[str, str],
+    payload: Mapping[str, Any],
+    sessions: Sessions,
+    fingerprint: str,
+    salt: str,
+) -> str:
+    """`tenant:session`: one tenant can never address another tenant's records."""
+    raw = session_id(headers, payload, sessions, fingerprint)
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:24]
+    return f"{tenant_of(headers, salt)}:{digest}"

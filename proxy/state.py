@@ -1,0 +1,71 @@
+"""Per-session state: what the tracker remembers between requests. Bounded everywhere."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+MAX_RECORDS = 50
+MAX_ANNOTATIONS = 200
+MAX_SEEN = 4096
+MAX_CALLS = 32
+MAX_THREADS = 8
+MAX_COMPACTIONS = 20
+MAX_BLOCKED = 20
+
+
+class FailureRecord(BaseModel):
+    """One failed tool call."""
+
+    call_id: str
+    operation: str
+    target: str
+    category: str
+    error: str
+    turn: int
+    time: float
+    thread: str = ""
+
+
+class ThreadState(BaseModel):
+    """What one thread (system prompt + first user message) looked like last time."""
+
+    length: int = 0
+    anchors: list[tuple[int, str]] = Field(default_factory=list)
+    visible: list[str] = Field(default_factory=list)  # failure call ids the model could see
+    marker: bool = False
+
+
+class Compaction(BaseModel):
+    time: float
+    turn: int
+    signals: list[str]
+
+
+class SessionState(BaseModel):
+    """Everything recovery-proxy keeps for one session."""
+
+    records: list[FailureRecord] = Field(default_factory=list)
+    annotations: dict[str, str] = Field(default_factory=dict)  # call id -> text spliced after it
+    seen: dict[str, bool] = Field(default_factory=dict)  # call ids already judged (ordered set)
+    calls: list[str] = Field(default_factory=list)  # recent call signatures, oldest first
+    consecutive_failures: int = 0
+    turn: int = 0
+    summary: str = ""  # frozen post-compaction summary ("" until the first compaction)
+    compactions: list[Compaction] = Field(default_factory=list)
+    threads: dict[str, ThreadState] = Field(default_factory=dict)
+    blocked: dict[str, str] = Field(default_factory=dict)  # call id -> reason (sticky block)
+    updated: float = 0.0
+
+    def trim(self) -> None:
+        """Apply every cap, dropping the oldest entries first."""
+        del self.records[:-MAX_RECORDS]
+        del self.calls[:-MAX_CALLS]
+        del self.compactions[:-MAX_COMPACTIONS]
+        for mapping, cap in (
+            (self.annotations, MAX_ANNOTATIONS),
+            (self.seen, MAX_SEEN),
+            (self.threads, MAX_THREADS),
+            (self.blocked, MAX_BLOCKED),
+        ):
+            while len(mapping) > cap:
+                del mapping[next(iter(mapping))]

@@ -1,0 +1,306 @@
+"""The core: update a session's failure history from one request and plan what to splice in.
+
+`observe()` is a pure function of (state, conversation, rules, budget, now): it mutates only
+`state` and is safe to re-run on a fresh copy (the Redis store retries it on contention).
+Every annotation is rendered once, when its tool result is first seen, stored in the state and
+re-applied byte for byte afterwards (prompt-cache safety, DESIGN invariant 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy import render
+from proxy.classify import Verdict, classify, target_of
+from proxy.compaction import detect_compaction, frozen_summary, remember_thread
+from proxy.conversation import Conversation, ToolResult
+from proxy.rules import Rules
+from proxy.state import FailureRecord, SessionState
+
+MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
+
+
+@dataclass
+class Budget:
+    """Token limits for what one request may gain: per block, per request, and the headroom
+    left in the context window (escalations may pass the request cap, never the window)."""
+
+    count: Callable[[str], int]
+    block_tokens: int
+    remaining: int
+    headroom: int
+    escalations_only: bool = False
+
+    def take(self, text: str, escalation: bool = False) -> bool:
+        cost = self.count(text)
+        if cost > self.headroom or (cost > self.remaining and not escalation):
+            return False
+        self.remaining -= cost
+        self.headroom -= cost
+        return True
+
+
+@dataclass
+class Plan:
+    """What to do with one request."""
+
+    appends: dict[int, str] = field(default_factory=dict)  # message index -> text to add
+    summary: str = ""
+    reject: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    new_failures: list[str] = field(default_factory=list)  # categories, for metrics
+    compaction: list[str] = field(default_factory=list)  # signals, when one was detected
+
+    @property
+    def injected(self) -> int:
+        return len(self.appends) + (1 if self.summary else 0)
+
+
+def call_signature(result: ToolResult) -> str:
+    """Tool name + canonical arguments: equal for identical calls."""
+    if result.call is None:
+        return f"?:{result.call_id}"
+    canonical = orjson.dumps(result.call.arguments, option=orjson.OPT_SORT_KEYS)
+    return result.call.name + ":" + hashlib.sha256(canonical).hexdigest()[:12]
+
+
+def observe(
+    state: SessionState,
+    conv: Conversation,
+    rules: Rules,
+    budget: Budget,
+    now: float,
+    verdicts: dict[str, Verdict] | None = None,
+) -> Plan:
+    """Update `state` from `conv` and return the plan for this request."""
+    plan = Plan()
+    thread = conv.thread
+    signals = detect_compaction(state, conv, rules)
+    new = [r for r in conv.results if r.call_id not in state.seen]
+    if new:
+        state.turn += 1
+    if signals:
+        plan.compaction = signals
+        state.compactions.append(_compaction(now, state.turn, signals))
+        state.summary = frozen_summary(state, conv, rules, budget.count)
+    cache = verdicts if verdicts is not None else {}
+    for result in new:
+        state.seen[result.call_id] = True
+        if result.call_id not in cache:
+            cache[result.call_id] = classify(rules, result.tool, result.text, result.is_error)
+        verdict = cache[result.call_id]
+        text = _annotate(state, result, verdict, rules, budget, now, thread, plan)
+        if text and not any(marker in result.text for marker in MARKERS):
+            state.annotations[result.call_id] = text
+    for result in conv.results:
+        text = state.annotations.get(result.call_id)
+        if text:
+            plan.appends[result.index] = text
+    if conv.results and conv.results[-1].call_id in state.blocked:
+        plan.reject = state.blocked[conv.results[-1].call_id]
+    plan.summary = state.summary
+    remember_thread(state, conv, rules)
+    state.updated = now
+    state.trim()
+    return plan
+
+
+def _compaction(now: float, turn: int, signals: list[str]) -> Any:
+    from proxy.state import Compaction
+
+    return Compaction(time=now, turn=turn, signals=signals)
+
+
+def _annotate(
+    state: SessionState,
+    result: ToolResult,
+    verdict: Verdict,
+    rules: Rules,
+    budget: Budget,
+    now: float,
+    thread: str,
+    plan: Plan,
+) -> str:
+    """Record one newly seen result and render what goes after it ("" for nothing)."""
+    state.calls.append(call_signature(result))
+    notices: list[str] = []
+    escalations: list[str] = []
+    record: FailureRecord | None = None
+    if verdict.error:
+        state.consecutive_failures += 1
+        arguments = result.call.arguments if result.call else {}
+        record = FailureRecord(
+            call_id=result.call_id,
+            operation=result.tool,
+            target=target_of(arguments, rules),
+            category=verdict.category,
+            error=verdict.key_line,
+            turn=state.turn,
+            time=now,
+            thread=thread,
+        )
+        state.records.append(record)
+        plan.new_failures.append(verdict.category)
+        notices += _repeat_notices(state, record, rules)
+        if state.consecutive_failures >= rules.escalation.consecutive_failures:
+            escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
+    else:
+        state.consecutive_failures = 0
+    loop_notices, loop_escalations = _loop_notices(state, result, rules)
+    notices += loop_notices
+    escalations += loop_escalations
+    escalation_texts = [rules.templates["escalation"].format(reason=r) for r in escalations]
+    if escalations:
+        _escalate(state, result, escalations, rules, plan, now)
+    if budget.escalations_only:
+        text = render.notice(rules, escalation_texts) if escalation_texts else ""
+    elif record is not None:
+        text = _fit_block(state, record, rules, budget, notices + escalation_texts)
+    elif notices or escalation_texts:
+        text = render.notice(rules, notices + escalation_texts)
+    else:
+        return ""
+    if text and not budget.take(text):
+        # Over the request cap or the window: only escalations may still go out.
+        text = render.notice(rules, escalation_texts) if escalation_texts else ""
+        if text and not budget.take(text, escalation=True):
+            text = ""
+    return text
+
+
+def _repeat_notices(state: SessionState, record: FailureRecord, rules: Rules) -> list[str]:
+    th, t = rules.thresholds, rules.templates
+    count = sum(
+        1
+        for r in state.records
+        if (r.operation, r.target, r.category) == (record.operation, record.target, record.category)
+    )
+    target = f'"{record.target}"' if record.target else record.operation
+    if count >= th.repeat_stop:
+        return [t["repeat_stop"].format(count=count, category=record.category, target=target)]
+    if count >= th.repeat_warn:
+        return [t["repeat_warn"].format(count=count, category=record.category, target=target)]
+    return []
+
+
+def _loop_notices(
+    state: SessionState, result: ToolResult, rules: Rules
+) -> tuple[list[str], list[str]]:
+    """Same call N times in a row; cycles A,B,A,B,... (Gemini CLI, OpenHands)."""
+    th, t = rules.thresholds, rules.templates
+    calls = state.calls
+    run = 1
+    while run < len(calls) and calls[-1 - run] == calls[-1]:
+        run += 1
+    call = render.operation(
+        result.tool, target_of(result.call.arguments, rules) if result.call else ""
+    )
+    if run >= th.same_call_escalate:
+        return [], [f"{call} has been called {run} times in a row with the same arguments"]
+    if run >= th.same_call_notice:
+        return [t["same_call"].format(call=call, count=run)], []
+    for length in range(th.cycle_min_length, th.cycle_max_length + 1):
+        span = _periodic_span(calls, length)
+        if len(set(calls[-length:])) < 2 or span < length * th.cycle_repeats:
+            continue
+        names = " -> ".join(c.split(":", 1)[0] for c in calls[-length:])
+        if span >= length * (th.cycle_repeats + 1):
+            return [], [f"the call cycle {names} has repeated {span // length} times"]
+        if span == length * th.cycle_repeats:
+            text = t["cycle"].format(total=span, calls=names, repeats=th.cycle_repeats)
+            return [text], []
+    return [], []
+
+
+def _periodic_span(calls: list[str], length: int) -> int:
+    """How many trailing calls follow a period of `length`."""
+    span = length
+    while span < len(calls) and calls[-1 - span] == calls[-1 - span + length]:
+        span += 1
+    return span if len(calls) >= length else 0
+
+
+def _escalate(
+    state: SessionState,
+    result: ToolResult,
+    reasons: list[str],
+    rules: Rules,
+    plan: Plan,
+    now: float,
+) -> None:
+    action = rules.escalation.action
+    reason = "; ".join(reasons)
+    if action == "block":
+        state.blocked[result.call_id] = reason
+    elif action == "webhook":
+        plan.events.append(
+            {
+                "event": "recovery_escalation",
+                "reason": reason,
+                "tool": result.tool,
+                "call_id": result.call_id,
+                "time": now,
+                "turn": state.turn,
+            }
+        )
+
+
+def _fit_block(
+    state: SessionState, record: FailureRecord, rules: Rules, budget: Budget, notices: list[str]
+) -> str:
+    """Render the block, shrinking it (older attempts, then hints) to the per-block cap."""
+    earlier = _earlier(state, record)
+    category = rules.category(record.category) or rules.category("unknown")
+    hints = list(category.hints_for(record.operation)) if category else []
+    systemic = _systemic(state, record, rules)
+    if systemic:
+        return "\n\n".join([systemic, *notices])
+    keep = len(earlier)
+    while True:
+        text = render.block(rules, record, earlier[len(earlier) - keep :], hints, notices)
+        if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
+            return text
+        if keep > 3:
+            keep = 3
+        elif len(hints) > 1:
+            hints.pop()
+        elif keep > 0:
+            keep -= 1
+        else:
+            return text
+
+
+def _earlier(state: SessionState, record: FailureRecord) -> list[FailureRecord]:
+    """Earlier failures on the same target (any operation); without a target, the same
+    operation and category."""
+    others = state.records[:-1]
+    if record.target:
+        return [r for r in others if r.target == record.target]
+    return [
+        r
+        for r in others
+        if not r.target and r.operation == record.operation and r.category == record.category
+    ]
+
+
+def _systemic(state: SessionState, record: FailureRecord, rules: Rules) -> str:
+    """One compact notice when an environment problem hits several operations."""
+    category = rules.category(record.category)
+    if category is None or not category.systemic:
+        return ""
+    recent = state.records[-rules.thresholds.systemic_window :]
+    operations = sorted({r.operation for r in recent if r.category == record.category})
+    if len(operations) < rules.thresholds.systemic_operations:
+        return ""
+    return rules.templates["systemic"].format(
+        operation=render.operation(record.operation, record.target),
+        error=record.error,
+        category=record.category,
+        operations=len(operations),
+        names=", ".join(operations),
+    )

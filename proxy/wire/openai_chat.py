@@ -1,0 +1,194 @@
+"""OpenAI Chat Completions: parse a request body into a Conversation; splice a plan back in.
+
+Tool results are `role: "tool"` messages (`tool_call_id`), or, for frameworks like smolagents,
+`role: "user"` text starting `Call id: ...`. Legacy `role: "function"` results are read too.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from typing import Any
+
+import orjson
+
+from proxy.conversation import Conversation, ToolCall, ToolResult
+
+SMOL_PREFIX = "Call id: "
+SMOL_CALLS = "Calling tools:\n"
+SYSTEM_ROLES = ("system", "developer")
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str]:
+    if isinstance(raw, dict):
+        return raw, orjson.dumps(raw).decode()
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return {}, raw
+        return (parsed if isinstance(parsed, dict) else {}), raw
+    return {}, ""
+
+
+def _smol_calls(text: str) -> list[ToolCall]:
+    """smolagents writes its tool calls as assistant text: `Calling tools:\\n[{...}]`."""
+    if not text.startswith(SMOL_CALLS) or len(text) > 65536:
+        return []
+    try:
+        items = ast.literal_eval(text[len(SMOL_CALLS) :].strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return []
+    calls = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("function"), dict):
+            arguments, raw = _arguments(item["function"].get("arguments"))
+            calls.append(
+                ToolCall(
+                    str(item.get("id", "")), str(item["function"].get("name", "")), arguments, raw
+                )
+            )
+    return calls
+
+
+def _smol_result_id(text: str) -> str:
+    """The call id of a smolagents result sent as user text: `Call id: ID\nError:\n...`."""
+    if not text.startswith(SMOL_PREFIX):
+        return ""
+    first, _, rest = text[:512].partition("\n")
+    if not rest.startswith(("Error:\n", "Observation:\n")):
+        return ""
+    return first[len(SMOL_PREFIX) :].strip()
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+def parse(payload: dict[str, Any]) -> Conversation | None:
+    """The neutral view of a chat request; None when it has no message list to work on."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return None
+    model = payload.get("model") if isinstance(payload.get("model"), str) else ""
+    conv = Conversation(model=model, system="", first_user="", message_count=len(messages))
+    calls: dict[str, ToolCall] = {}
+    last_function_call: ToolCall | None = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        conv.last_role = role if isinstance(role, str) else ""
+        if role == "assistant":
+            for raw in message.get("tool_calls") or []:
+                if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+                    continue
+                fn = raw["function"]
+                arguments, raw_args = _arguments(fn.get("arguments"))
+                call = ToolCall(
+                    str(raw.get("id", "")), str(fn.get("name", "")), arguments, raw_args
+                )
+                calls[call.id] = call
+                conv.calls.append(call)
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict):
+                arguments, raw_args = _arguments(legacy.get("arguments"))
+                last_function_call = ToolCall(
+                    f"fn-{index}", str(legacy.get("name", "")), arguments, raw_args
+                )
+                conv.calls.append(last_function_call)
+            for call in _smol_calls(text_of(message.get("content"))):
+                calls[call.id] = call
+                conv.calls.append(call)
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id", ""))
+            conv.results.append(
+                ToolResult(call_id, text_of(message.get("content")), index, calls.get(call_id))
+            )
+        elif role == "function" and last_function_call is not None:
+            conv.results.append(
+                ToolResult(
+                    last_function_call.id,
+                    text_of(message.get("content")),
+                    index,
+                    last_function_call,
+                )
+            )
+            last_function_call = None
+        elif role in SYSTEM_ROLES:
+            text = text_of(message.get("content"))
+            conv.system = conv.system or text
+            conv.texts.append(text)
+        elif role == "user":
+            text = text_of(message.get("content"))
+            conv.texts.append(text)
+            conv.user_anchors.append((index, _digest(text)))
+            conv.first_user = conv.first_user or text
+            call_id = _smol_result_id(text)
+            if call_id:
+                conv.results.append(ToolResult(call_id, text, index, calls.get(call_id)))
+    conv.thread = _digest(conv.system + "\0" + conv.first_user)
+    return conv
+
+
+def _append(message: dict[str, Any], text: str) -> None:
+    content = message.get("content")
+    if isinstance(content, list):
+        message["content"] = [*content, {"type": "text", "text": "\n\n" + text}]
+    else:
+        message["content"] = (content if isinstance(content, str) else "") + "\n\n" + text
+
+
+def splice(
+    payload: dict[str, Any],
+    appends: dict[int, str],
+    summary: str,
+    mode: str = "append",
+    message_role: str = "user",
+) -> dict[str, Any]:
+    """A copy of `payload` with the plan applied; messages not touched are shared, not copied."""
+    messages: list[Any] = list(payload["messages"])
+    if mode == "append":
+        for index, text in appends.items():
+            messages[index] = dict(messages[index])
+            _append(messages[index], text)
+    else:
+        messages = _insert_after_batches(messages, appends, message_role)
+    if summary:
+        for i, message in enumerate(messages):
+            if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES:
+                messages[i] = dict(message)
+                _append(messages[i], summary)
+                break
+        else:
+            messages.insert(0, {"role": "system", "content": summary})
+    return {**payload, "messages": messages}
+
+
+def _insert_after_batches(messages: list[Any], appends: dict[int, str], role: str) -> list[Any]:
+    """`message` placement: one message after each batch of consecutive tool results."""
+    out: list[Any] = []
+    pending: list[str] = []
+    for index, message in enumerate(messages):
+        out.append(message)
+        if index in appends:
+            pending.append(appends[index])
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        batch_ends = not (isinstance(following, dict) and following.get("role") == "tool")
+        if pending and batch_ends:
+            out.append({"role": role, "content": "\n\n".join(pending)})
+            pending = []
+    return out
