@@ -1,0 +1,68 @@
+"""The labelled corpus of tool results (tests/data/tool_results.yaml) and its scoring."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from proxy.classify import classify
+from proxy.rules import Rules
+
+CORPUS = Path(__file__).parent / "data" / "tool_results.yaml"
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    return yaml.safe_load(CORPUS.read_text(encoding="utf-8"))
+
+
+@dataclass
+class Score:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    category_right: int = 0
+    misses: list[str] = field(default_factory=list)
+    per_category: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def category_accuracy(self) -> float:
+        return self.category_right / self.tp if self.tp else 1.0
+
+
+def score(rules: Rules, entries: list[dict[str, Any]]) -> Score:
+    """Precision/recall of error detection and accuracy of the category on true positives."""
+    s = Score()
+    for entry in entries:
+        expect = entry["expect"]
+        verdict = classify(rules, entry["tool"], entry["content"], entry.get("is_error"))
+        wanted = bool(expect["error"])
+        if verdict.error and wanted:
+            s.tp += 1
+            ok = verdict.category == expect["category"]
+            s.category_right += ok
+            s.per_category[(expect["category"], "right" if ok else "wrong")] += 1
+            if not ok:
+                s.misses.append(f"{entry['id']}: category {verdict.category} != {expect['category']}")
+        elif verdict.error:
+            s.fp += 1
+            s.misses.append(f"{entry['id']}: false positive via rule {verdict.rule}")
+        elif wanted:
+            s.fn += 1
+            s.per_category[(expect["category"], "missed")] += 1
+            s.misses.append(f"{entry['id']}: missed ({expect['category']})")
+        else:
+            s.tn += 1
+    return s

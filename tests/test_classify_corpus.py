@@ -1,0 +1,36 @@
+"""Precision and recall of failure detection over the labelled corpus (tests/data)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from proxy.rules import load_rules
+from tests.corpus import load_corpus, score
+
+MIN_PRECISION = 0.98
+MIN_RECALL = 0.95
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_rules()
+
+
+def test_corpus_is_big_and_balanced_enough() -> None:
+    entries = load_corpus()
+    negatives = [e for e in entries if not e["expect"]["error"]]
+    categories = Counter(e["expect"]["category"] for e in entries if e["expect"]["error"])
+    assert len(entries) >= 150
+    assert len(negatives) >= 60
+    assert len(categories) == 15 and min(categories.values()) >= 4
+    assert len({e["id"] for e in entries}) == len(entries)
+
+
+def test_precision_and_recall(rules) -> None:
+    s = score(rules, load_corpus())
+    report = "\n".join(s.misses)
+    assert s.precision >= MIN_PRECISION, report
+    assert s.recall >= MIN_RECALL, report
+    assert s.category_accuracy >= 0.9, report
