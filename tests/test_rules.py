@@ -1,0 +1,114 @@
+"""Rule files: validation messages, examples, hot reload, packaging."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from proxy.metrics import Metrics
+from proxy.rules import RulesError, default_rules_dir, load_rules
+from proxy.rules_check import check_rules
+from proxy.rules_watch import RulesHolder
+
+
+@pytest.fixture
+def rules_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "rules"
+    shutil.copytree(default_rules_dir(), target)
+    return target
+
+
+def test_bundled_rules_load_and_pass_their_examples(capsys) -> None:
+    assert check_rules(None) == 0
+    assert "rules ok" in capsys.readouterr().out
+
+
+def test_unknown_key_is_refused_naming_file_and_rule(rules_dir: Path) -> None:
+    path = rules_dir / "10-detection.yaml"
+    path.write_text(path.read_text().replace("    - id: openai-agents\n", "    - id: openai-agents\n      severity: high\n", 1))
+    with pytest.raises(RulesError) as caught:
+        load_rules(rules_dir)
+    message = str(caught.value)
+    assert "10-detection.yaml" in message and "'openai-agents'" in message
+    assert "Extra inputs are not permitted" in message
+
+
+def test_bad_pattern_is_refused_naming_file_and_rule(rules_dir: Path) -> None:
+    (rules_dir / "40-local.yaml").write_text(
+        "detection:\n  error:\n    - id: my-lookahead\n      pattern: '(?=oops)'\n"
+    )
+    with pytest.raises(RulesError) as caught:
+        load_rules(rules_dir)
+    message = str(caught.value)
+    assert "40-local.yaml" in message and "'my-lookahead'" in message and "RE2" in message
+
+
+def test_broken_yaml_and_duplicate_ids_are_refused(rules_dir: Path) -> None:
+    (rules_dir / "40-local.yaml").write_text("detection: [unclosed\n")
+    with pytest.raises(RulesError, match="40-local.yaml: cannot read YAML"):
+        load_rules(rules_dir)
+    (rules_dir / "40-local.yaml").write_text(
+        "detection:\n  error:\n    - id: goose\n      pattern: 'x'\n"
+    )
+    with pytest.raises(RulesError, match="rule 'goose' is already defined in 10-detection.yaml"):
+        load_rules(rules_dir)
+
+
+def test_rules_check_reports_failing_examples(rules_dir: Path, capsys) -> None:
+    (rules_dir / "40-local.yaml").write_text(
+        "detection:\n  error:\n    - id: deploy-failed\n      pattern: '\\ADeploy failed'\n"
+        "      examples:\n        match: ['deploy failed: quota']\n        no_match: ['Deploy failed to start? no']\n"
+    )
+    assert check_rules(rules_dir) == 1
+    err = capsys.readouterr().err
+    assert "rule 'deploy-failed' should match 'deploy failed: quota'" in err
+    assert "rule 'deploy-failed' should not match" in err
+
+
+def test_local_rules_extend_the_defaults(rules_dir: Path) -> None:
+    from proxy.classify import classify
+
+    text = "DEPLOY-7 rollout aborted by policy"
+    assert not classify(load_rules(rules_dir), "deploy", text).error
+    (rules_dir / "40-local.yaml").write_text(
+        "detection:\n  error:\n    - id: deploy-aborted\n      pattern: '\\ADEPLOY-\\d+ rollout aborted'\n"
+    )
+    verdict = classify(load_rules(rules_dir), "deploy", text)
+    assert verdict.error and verdict.rule == "deploy-aborted" and verdict.category == "unknown"
+
+
+async def test_hot_reload_applies_good_edits_and_keeps_last_good(rules_dir: Path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="recovery_proxy")
+    metrics = Metrics()
+    holder = RulesHolder(rules_dir, metrics)
+    first = holder.current.version
+    holder.start()
+    try:
+        await asyncio.sleep(0.3)
+        recovery = rules_dir / "30-recovery.yaml"
+        recovery.write_text(recovery.read_text().replace("repeat_stop: 3 ", "repeat_stop: 4 "))
+        for _ in range(40):  # within 2 s
+            await asyncio.sleep(0.05)
+            if holder.current.version != first:
+                break
+        assert holder.current.version != first
+        assert holder.current.thresholds.repeat_stop == 4
+        good = holder.current.version
+        recovery.write_text("thresholds: {repeat_warn: [oops]}\n")
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            if any("reload rejected" in r.getMessage() for r in caplog.records):
+                break
+        rejected = [r for r in caplog.records if "reload rejected" in r.getMessage()]
+        assert len(rejected) == 1
+        assert "30-recovery.yaml" in rejected[0].getMessage()
+        assert holder.current.version == good
+        exposition = metrics.render().decode()
+        assert f'recovery_proxy_rules_info{{version="{good}"}} 1.0' in exposition
+        assert 'recovery_proxy_rules_reloads_total{result="rejected"} 1.0' in exposition
+    finally:
+        await holder.stop()
