@@ -61,12 +61,13 @@ class Plan:
         return len(self.appends) + (1 if self.summary else 0)
 
 
-def call_signature(result: ToolResult) -> str:
-    """Tool name + canonical arguments: equal for identical calls."""
+def call_signature(result: ToolResult, rules: Rules) -> str:
+    """`operation#digest of canonical arguments`: equal for identical calls."""
     if result.call is None:
-        return f"?:{result.call_id}"
+        return f"{result.tool}()#{result.call_id}"
     canonical = orjson.dumps(result.call.arguments, option=orjson.OPT_SORT_KEYS)
-    return result.call.name + ":" + hashlib.sha256(canonical).hexdigest()[:12]
+    shown = render.operation(result.call.name, target_of(result.call.arguments, rules))
+    return shown + "#" + hashlib.sha256(canonical).hexdigest()[:12]
 
 
 def observe(
@@ -101,8 +102,9 @@ def observe(
         text = state.annotations.get(result.call_id)
         if text:
             plan.appends[result.index] = text
-    if conv.results and conv.results[-1].call_id in state.blocked:
-        plan.reject = state.blocked[conv.results[-1].call_id]
+    last = conv.results[-1] if conv.results else None
+    if last and last.index == conv.message_count - 1 and last.call_id in state.blocked:
+        plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
     plan.summary = state.summary
     remember_thread(state, conv, rules)
     state.updated = now
@@ -127,7 +129,7 @@ def _annotate(
     plan: Plan,
 ) -> str:
     """Record one newly seen result and render what goes after it ("" for nothing)."""
-    state.calls.append(call_signature(result))
+    state.calls.append(call_signature(result, rules))
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
@@ -197,9 +199,7 @@ def _loop_notices(
     run = 1
     while run < len(calls) and calls[-1 - run] == calls[-1]:
         run += 1
-    call = render.operation(
-        result.tool, target_of(result.call.arguments, rules) if result.call else ""
-    )
+    call = calls[-1].rsplit("#", 1)[0]
     if run >= th.same_call_escalate:
         return [], [f"{call} has been called {run} times in a row with the same arguments"]
     if run >= th.same_call_notice:
@@ -208,7 +208,7 @@ def _loop_notices(
         span = _periodic_span(calls, length)
         if len(set(calls[-length:])) < 2 or span < length * th.cycle_repeats:
             continue
-        names = " -> ".join(c.split(":", 1)[0] for c in calls[-length:])
+        names = " -> ".join(c.rsplit("#", 1)[0] for c in calls[-length:])
         if span >= length * (th.cycle_repeats + 1):
             return [], [f"the call cycle {names} has repeated {span // length} times"]
         if span == length * th.cycle_repeats:

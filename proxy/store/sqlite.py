@@ -1,0 +1,138 @@
+"""Embedded store: one SQLite file (WAL), safe to share between processes on one machine.
+
+Every call runs on one dedicated worker thread that owns the connection, so the event loop
+never blocks on disk. `update` reads, applies `fn` and writes inside a `BEGIN IMMEDIATE`
+transaction: SQLite's write lock makes it atomic across every process using the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from proxy.state import SessionState
+
+T = TypeVar("T")
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sessions (key TEXT PRIMARY KEY, state BLOB, updated REAL)",
+    "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated)",
+)
+BUSY_TIMEOUT_MS = 5000
+EXPIRE_EVERY = 256  # updates between sweeps of expired rows
+
+
+class SqliteStore:
+    """Sessions in a SQLite file; idle sessions expire after `ttl_seconds`."""
+
+    def __init__(self, path: str | Path, ttl_seconds: float = 24 * 3600) -> None:
+        self.path = Path(path)
+        self.ttl = ttl_seconds
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-store")
+        self._conn: sqlite3.Connection | None = None
+        self._updates = 0
+        # Open now, so a bad path fails at start-up with a clear error, not on a request.
+        self._executor.submit(self._connect).result()
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            for statement in SCHEMA:
+                conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    async def _run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._with_connection, job)
+
+    def _with_connection(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        if self._conn is None:
+            raise RuntimeError(f"session store {self.path} is closed")
+        return job(self._conn)
+
+    def _fresh(self, row: tuple[bytes, float] | None, now: float) -> SessionState | None:
+        if row is None or now - row[1] > self.ttl:
+            return None
+        return SessionState.model_validate_json(row[0])
+
+    async def update(self, key: str, fn: Callable[[SessionState], T]) -> T:
+        """Apply `fn` to the session's state (empty if new or expired) and save it, in one
+        write transaction. `fn` runs on the store's worker thread."""
+
+        def job(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                row = conn.execute(
+                    "SELECT state, updated FROM sessions WHERE key = ?", (key,)
+                ).fetchone()
+                state = self._fresh(row, now) or SessionState()
+                result = fn(state)
+                conn.execute(
+                    "INSERT INTO sessions (key, state, updated) VALUES (?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
+                    "updated = excluded.updated",
+                    (key, state.model_dump_json().encode(), now),
+                )
+                self._updates += 1
+                if self._updates % EXPIRE_EVERY == 0:
+                    conn.execute("DELETE FROM sessions WHERE updated < ?", (now - self.ttl,))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self._run(job)
+
+    async def get(self, key: str) -> SessionState | None:
+        def job(conn: sqlite3.Connection) -> SessionState | None:
+            row = conn.execute(
+                "SELECT state, updated FROM sessions WHERE key = ?", (key,)
+            ).fetchone()
+            return self._fresh(row, time.time())
+
+        return await self._run(job)
+
+    async def purge(self, key: str | None = None) -> int:
+        """Delete one session, or all of them; returns how many rows went."""
+
+        def job(conn: sqlite3.Connection) -> int:
+            if key is None:
+                return conn.execute("DELETE FROM sessions").rowcount
+            return conn.execute("DELETE FROM sessions WHERE key = ?", (key,)).rowcount
+
+        return await self._run(job)
+
+    async def expire(self) -> int:
+        """Delete every session idle for longer than the TTL; returns how many went."""
+
+        def job(conn: sqlite3.Connection) -> int:
+            cutoff = time.time() - self.ttl
+            return conn.execute("DELETE FROM sessions WHERE updated < ?", (cutoff,)).rowcount
+
+        return await self._run(job)
+
+    async def close(self) -> None:
+        if self._conn is None:
+            return
+
+        def job() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, job)
+        self._executor.shutdown(wait=True)

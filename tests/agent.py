@@ -1,0 +1,89 @@
+"""A scripted agent for tests: builds an OpenAI chat conversation turn by turn, sends it
+through the real app, and keeps what the (respx-mocked) provider received."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import httpx
+import orjson
+import respx
+
+from tests.conftest import UPSTREAM
+
+_ids = itertools.count(1)
+
+
+class ScriptedAgent:
+    """`await agent.call("read_file", {"path": "a"}, "Error: ...")` = one agent turn."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        session: str | None = "sess-1",
+        api_key: str = "sk-tenant-a",
+        system: str = "You are a coding agent working in /repo.",
+        task: str = "Fix the failing build.",
+        model: str = "gpt-4o-mini",
+    ) -> None:
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+        if session:
+            self.headers["X-Session-Id"] = session
+        self.model = model
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": task},
+        ]
+        self.forwarded: list[dict[str, Any]] = []
+        self.responses: list[httpx.Response] = []
+
+    def add_call(self, tool: str, arguments: dict[str, Any], result: str) -> str:
+        call_id = f"call_{next(_ids):06d}"
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": tool, "arguments": orjson.dumps(arguments).decode()},
+                    }
+                ],
+            }
+        )
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+        return call_id
+
+    async def send(self) -> httpx.Response:
+        with respx.mock(assert_all_called=False) as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+                return_value=httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
+            )
+            response = await self.client.post(
+                "/v1/chat/completions",
+                content=orjson.dumps({"model": self.model, "messages": self.messages}),
+                headers=self.headers,
+            )
+        self.responses.append(response)
+        if route.called:
+            self.forwarded.append(orjson.loads(route.calls.last.request.content))
+        return response
+
+    async def call(self, tool: str, arguments: dict[str, Any], result: str) -> httpx.Response:
+        self.add_call(tool, arguments, result)
+        return await self.send()
+
+    @property
+    def last_tool_text(self) -> str:
+        """What the model received for the latest tool result."""
+        for message in reversed(self.forwarded[-1]["messages"]):
+            if message["role"] == "tool":
+                return message["content"]
+        raise AssertionError("no tool message forwarded")
+
+    @property
+    def system_text(self) -> str:
+        return self.forwarded[-1]["messages"][0]["content"]
