@@ -31,8 +31,9 @@ def main() -> None:
     big_ok = ("read_file", "def handler(request):\n    return process(request)\n" * 20_000)
     big_fail = ("bash", "compiling module\n" * 60_000 + "error[E0308]: mismatched types\n")
     print(f"{'input':34} {'results/s':>12} {'us/result':>10}")
+    average = sum(len(t) for _, t in corpus) // len(corpus)
     for name, items in (
-        (f"corpus ({len(corpus)} results, avg {sum(len(t) for _, t in corpus) // len(corpus)} B)", corpus),
+        (f"corpus ({len(corpus)} results, avg {average} B)", corpus),
         (f"1 MB success ({len(big_ok[1]) // 1024} KiB)", [big_ok]),
         (f"1 MB failure ({len(big_fail[1]) // 1024} KiB)", [big_fail]),
     ):

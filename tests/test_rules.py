@@ -49,12 +49,12 @@ def test_bad_pattern_is_refused_naming_file_and_rule(rules_dir: Path) -> None:
 
 def test_broken_yaml_and_duplicate_ids_are_refused(rules_dir: Path) -> None:
     (rules_dir / "40-local.yaml").write_text("detection: [unclosed\n")
-    with pytest.raises(RulesError, match="40-local.yaml: cannot read YAML"):
+    with pytest.raises(RulesError, match=r"40-local\.yaml: cannot read YAML"):
         load_rules(rules_dir)
     (rules_dir / "40-local.yaml").write_text(
         "detection:\n  error:\n    - id: goose\n      pattern: 'x'\n"
     )
-    with pytest.raises(RulesError, match="rule 'goose' is already defined in 10-detection.yaml"):
+    with pytest.raises(RulesError, match=r"rule 'goose' is already defined in 10-detection\.yaml"):
         load_rules(rules_dir)
 
 
