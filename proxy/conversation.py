@@ -5,15 +5,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 
-@dataclass(slots=True)
+
 class ToolCall:
-    """A call the model made: `arguments` parsed when they are a JSON object, else {}."""
+    """A call the model made. `arguments` is parsed on first use (most calls in a long
+    conversation were judged on an earlier turn and never need it): a JSON object, else {}."""
 
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    raw_arguments: str
+    __slots__ = ("_arguments", "id", "name", "raw_arguments")
+
+    def __init__(self, id: str, name: str, raw_arguments: Any) -> None:
+        self.id = id
+        self.name = name
+        self.raw_arguments = raw_arguments
+        self._arguments: dict[str, Any] | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        if self._arguments is None:
+            raw = self.raw_arguments
+            if isinstance(raw, str):
+                try:
+                    raw = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    raw = None
+            self._arguments = raw if isinstance(raw, dict) else {}
+        return self._arguments
 
 
 @dataclass(slots=True)

@@ -115,7 +115,8 @@ class RecoveryPipeline:
         th = rules.thresholds
         window = tokens.context_window(model, self.settings.context_window)
         used = len(request.body) // tokens.CHARS_PER_TOKEN
-        if used > window // 2:  # near the limit: count exactly
+        near = th.near_window * window
+        if 0.8 * near < used < 1.25 * near:  # close to the line: count exactly (slow on big bodies)
             used = tokens.count_messages(request.payload.get("messages") or [], model)
         headroom = max(0, window - used)
         return th.request_tokens, headroom, used > th.near_window * window

@@ -10,8 +10,6 @@ import ast
 import hashlib
 from typing import Any
 
-import orjson
-
 from proxy.conversation import Conversation, ToolCall, ToolResult
 
 SMOL_PREFIX = "Call id: "
@@ -32,18 +30,6 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def _arguments(raw: Any) -> tuple[dict[str, Any], str]:
-    if isinstance(raw, dict):
-        return raw, orjson.dumps(raw).decode()
-    if isinstance(raw, str):
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return {}, raw
-        return (parsed if isinstance(parsed, dict) else {}), raw
-    return {}, ""
-
-
 def _smol_calls(text: str) -> list[ToolCall]:
     """smolagents writes its tool calls as assistant text: `Calling tools:\\n[{...}]`."""
     if not text.startswith(SMOL_CALLS) or len(text) > 65536:
@@ -55,10 +41,11 @@ def _smol_calls(text: str) -> list[ToolCall]:
     calls = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("function"), dict):
-            arguments, raw = _arguments(item["function"].get("arguments"))
             calls.append(
                 ToolCall(
-                    str(item.get("id", "")), str(item["function"].get("name", "")), arguments, raw
+                    str(item.get("id", "")),
+                    str(item["function"].get("name", "")),
+                    item["function"].get("arguments"),
                 )
             )
     return calls
@@ -97,17 +84,15 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
                     continue
                 fn = raw["function"]
-                arguments, raw_args = _arguments(fn.get("arguments"))
                 call = ToolCall(
-                    str(raw.get("id", "")), str(fn.get("name", "")), arguments, raw_args
+                    str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments")
                 )
                 calls[call.id] = call
                 conv.calls.append(call)
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
-                arguments, raw_args = _arguments(legacy.get("arguments"))
                 last_function_call = ToolCall(
-                    f"fn-{index}", str(legacy.get("name", "")), arguments, raw_args
+                    f"fn-{index}", str(legacy.get("name", "")), legacy.get("arguments")
                 )
                 conv.calls.append(last_function_call)
             for call in _smol_calls(text_of(message.get("content"))):
