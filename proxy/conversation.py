@@ -42,6 +42,7 @@ class ToolResult:
     index: int
     call: ToolCall | None = None
     is_error: bool | None = None  # an explicit wire flag; None: judge the text
+    offset: int | None = None  # inside a longer text (smolagents): where its block goes
 
     @property
     def tool(self) -> str:

@@ -49,7 +49,8 @@ class Budget:
 class Plan:
     """What to do with one request."""
 
-    appends: dict[int, str] = field(default_factory=dict)  # message index -> text to add
+    # message index (or (index, offset) inside a text) -> text to add
+    appends: dict[int | tuple[int, int], str] = field(default_factory=dict)
     summary: str = ""
     reject: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -101,7 +102,8 @@ def observe(
     for result in conv.results:
         text = state.annotations.get(result.call_id)
         if text:
-            plan.appends[result.index] = text
+            key = result.index if result.offset is None else (result.index, result.offset)
+            plan.appends[key] = text
     last = conv.results[-1] if conv.results else None
     if last and last.index == conv.message_count - 1 and last.call_id in state.blocked:
         plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on

@@ -66,3 +66,33 @@ def score(rules: Rules, entries: list[dict[str, Any]]) -> Score:
         else:
             s.tn += 1
     return s
+
+
+def report(path: Path = CORPUS) -> str:
+    """A Markdown table: overall precision/recall and per-category recall and accuracy."""
+    from proxy.rules import load_rules
+
+    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    s = score(load_rules(), entries)
+    lines = [
+        f"{path.name}: {len(entries)} results, {s.tp + s.fn} failures, {s.tn + s.fp} hard negatives",
+        f"precision {s.precision:.3f}, recall {s.recall:.3f}, category accuracy {s.category_accuracy:.3f}",
+        "",
+        "| category | failures | detected | right category |",
+        "|---|---:|---:|---:|",
+    ]
+    categories = sorted({c for c, _ in s.per_category})
+    for category in categories:
+        right = s.per_category[(category, "right")]
+        wrong = s.per_category[(category, "wrong")]
+        missed = s.per_category[(category, "missed")]
+        total = right + wrong + missed
+        lines.append(f"| {category} | {total} | {right + wrong} | {right} |")
+    lines += ["", *s.misses]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(report(Path(sys.argv[1]) if len(sys.argv) > 1 else CORPUS))

@@ -13,6 +13,9 @@ from typing import Any
 from proxy.conversation import Conversation, ToolCall, ToolResult
 
 SMOL_PREFIX = "Call id: "
+SMOL_ERROR = "\nError:\n"
+SMOL_OBSERVATION = "\nObservation:\n"
+MAX_SEGMENTS = 200
 SMOL_CALLS = "Calling tools:\n"
 SYSTEM_ROLES = ("system", "developer")
 
@@ -59,6 +62,54 @@ def _smol_result_id(text: str) -> str:
     if not rest.startswith(("Error:\n", "Observation:\n")):
         return ""
     return first[len(SMOL_PREFIX) :].strip()
+
+
+def _smol_error_segments(text: str, index: int) -> list[ToolResult]:
+    """smolagents >= 1.2x sends a failed step as `Error:\n...` user text, appended to the
+    previous user message, with no assistant tool call. Each segment is one result, its id
+    fixed by where it starts; its block goes right after it (offset), so the text the model
+    saw last turn stays a prefix of what it sees now."""
+    results: list[ToolResult] = []
+    start = 0 if text.startswith(SMOL_ERROR[1:]) else text.find(SMOL_ERROR)
+    while start != -1 and len(results) < MAX_SEGMENTS:
+        body_start = text.index("Error:\n", start) + len("Error:\n")
+        end = min(
+            (
+                i
+                for i in (
+                    text.find(SMOL_ERROR, body_start),
+                    text.find(SMOL_OBSERVATION, body_start),
+                )
+                if i != -1
+            ),
+            default=len(text),
+        )
+        body = text[body_start:end].rstrip("\n")
+        call = _smol_error_call(body, f"smol-{index}-{start}")
+        offset = body_start + len(body)
+        results.append(ToolResult(call.id, body, index, call, offset=offset))
+        start = text.find(SMOL_ERROR, end) if end < len(text) else -1
+    return results
+
+
+def _smol_error_call(body: str, call_id: str) -> ToolCall:
+    """The call named in `Error executing tool 'NAME' with arguments {...}: ...`."""
+    prefix = "Error executing tool '"
+    if not body.startswith(prefix):
+        return ToolCall(call_id, "unknown_tool_call", None)
+    name, _, rest = body[len(prefix) :].partition("' with arguments ")
+    arguments: Any = None
+    if rest.startswith("{"):
+        depth = 0
+        for i, char in enumerate(rest[:4096]):
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth == 0:
+                try:
+                    arguments = ast.literal_eval(rest[: i + 1])
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    arguments = None
+                break
+    return ToolCall(call_id, name, arguments)
 
 
 def _digest(text: str) -> str:
@@ -125,6 +176,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             call_id = _smol_result_id(text)
             if call_id:
                 conv.results.append(ToolResult(call_id, text, index, calls.get(call_id)))
+            elif SMOL_ERROR in text or text.startswith(SMOL_ERROR[1:]):
+                conv.results += _smol_error_segments(text, index)
     conv.thread = _digest(conv.system + "\0" + conv.first_user)
     return conv
 
@@ -137,15 +190,39 @@ def _append(message: dict[str, Any], text: str) -> None:
         message["content"] = (content if isinstance(content, str) else "") + "\n\n" + text
 
 
+def _insert(message: dict[str, Any], offset: int, text: str) -> None:
+    """Insert a block inside a text content (a string, or a list holding one text part)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = content[:offset] + "\n\n" + text + content[offset:]
+        return
+    parts = (
+        [p for p in content if isinstance(p, dict) and "text" in p]
+        if isinstance(content, list)
+        else []
+    )
+    if len(parts) == 1:
+        part = parts[0]
+        new_part = {**part, "text": part["text"][:offset] + "\n\n" + text + part["text"][offset:]}
+        message["content"] = [new_part if p is part else p for p in content]
+    else:
+        _append(message, text)
+
+
 def splice(
     payload: dict[str, Any],
-    appends: dict[int, str],
+    appends: dict[Any, str],
     summary: str,
     mode: str = "append",
     message_role: str = "user",
 ) -> dict[str, Any]:
     """A copy of `payload` with the plan applied; messages not touched are shared, not copied."""
     messages: list[Any] = list(payload["messages"])
+    inline = {key: text for key, text in appends.items() if isinstance(key, tuple)}
+    appends = {key: text for key, text in appends.items() if not isinstance(key, tuple)}
+    for (index, offset), text in sorted(inline.items(), reverse=True):
+        messages[index] = dict(messages[index])
+        _insert(messages[index], offset, text)
     if mode == "append":
         for index, text in appends.items():
             messages[index] = dict(messages[index])
