@@ -36,14 +36,27 @@ def scan_window(text: str, rules: Rules) -> str:
     return text[:head] + "\n...\n" + (text[-tail:] if tail else "")
 
 
-def detect(window: str, rules: Rules) -> str | None:
-    """The id of the rule that says this window is a failure, or None for success."""
+def unwrap(window: str, rules: Rules) -> str:
+    """The output inside a leading wrapper line (Cline's `Command executed.\nOutput:`,
+    Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output."""
+    for matcher in rules.unwrap:
+        match = matcher.search(window)
+        if match and match.start() == 0:
+            return window[match.end() :]
+    return window
+
+
+def detect(window: str, body: str, rules: Rules) -> str | None:
+    """The id of the rule that says this result is a failure, or None for success.
+    `not_error` rules see the whole window and win; `error` rules see the window, then the
+    body inside a wrapper."""
     for matcher in rules.not_error:
         if matcher.search(window):
             return None
-    for matcher in rules.error:
-        if matcher.search(window):
-            return matcher.id
+    for text in (window, body) if body is not window else (window,):
+        for matcher in rules.error:
+            if matcher.search(text):
+                return matcher.id
     return None
 
 
@@ -75,16 +88,17 @@ def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
 def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
     """Judge one tool result. An explicit wire flag decides error-or-not by itself."""
     window = scan_window(text, rules)
+    body = unwrap(window, rules)
     if is_error is None:
-        rule = detect(window, rules)
+        rule = detect(window, body, rules)
         if rule is None:
             return SUCCESS
     elif is_error:
         rule = "wire-flag"
     else:
         return SUCCESS
-    line = key_line(window, rules)
-    return Verdict(True, categorise(tool, line, window, rules), rule, line)
+    line = key_line(body, rules)
+    return Verdict(True, categorise(tool, line, body, rules), rule, line)
 
 
 def target_of(arguments: dict[str, Any], rules: Rules) -> str:

@@ -65,6 +65,7 @@ class CategoryRule(Strict):
 
 
 class Detection(Strict):
+    unwrap: list[PatternRule] = []
     not_error: list[PatternRule] = []
     error: list[PatternRule] = []
     key_line: list[PatternRule] = []
@@ -186,6 +187,7 @@ class Rules:
     version: str
     source: str
     scan: Scan
+    unwrap: tuple[Matcher, ...]
     not_error: tuple[Matcher, ...]
     error: tuple[Matcher, ...]
     key_line: tuple[Matcher, ...]
@@ -284,6 +286,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     for name, rule_file in files.items():
         d = rule_file.detection
         ids = [r.id for r in (*d.not_error, *d.error)]
+        ids += [f"unwrap:{r.id}" for r in d.unwrap]
         ids += [f"key_line:{r.id}" for r in d.key_line]
         ids += [f"marker:{r.id}" for r in rule_file.compaction.markers]
         ids += [f"category:{c.id}" for c in rule_file.categories]
@@ -295,6 +298,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     def each(attr: str) -> list[tuple[str, Any]]:
         return [(name, getattr(f, attr)) for name, f in files.items()]
 
+    unwrap: list[Matcher] = []
     not_error: list[Matcher] = []
     error: list[Matcher] = []
     key_line: list[Matcher] = []
@@ -304,6 +308,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     templates: dict[str, str] = {}
     for name, rule_file in files.items():
         d = rule_file.detection
+        unwrap += _matchers(d.unwrap, name)
         not_error += _matchers(d.not_error, name)
         error += _matchers(d.error, name)
         key_line += _matchers(d.key_line, name)
@@ -347,6 +352,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         version=digest.hexdigest()[:12],
         source=source,
         scan=_merge_dicts((f for _, f in each("scan")), Scan),
+        unwrap=tuple(unwrap),
         not_error=tuple(not_error),
         error=tuple(error),
         key_line=tuple(key_line),

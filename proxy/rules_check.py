@@ -13,12 +13,14 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
     """Run every rule's `examples`; returns (examples run, descriptions of failures)."""
     compiled: dict[tuple[str, str], Matcher] = {
         **{("detection", m.id): m for m in (*rules.not_error, *rules.error)},
+        **{("unwrap", m.id): m for m in rules.unwrap},
         **{("marker", m.id): m for m in rules.markers},
     }
     ran = 0
     failures: list[str] = []
     for name, rule_file in rules.files.items():
         pattern_rules: list[tuple[str, PatternRule]] = [
+            *(("unwrap", r) for r in rule_file.detection.unwrap),
             *(("detection", r) for r in rule_file.detection.not_error),
             *(("detection", r) for r in rule_file.detection.error),
             *(("marker", r) for r in rule_file.compaction.markers),

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from proxy.rules import load_rules
-from tests.corpus import load_corpus, score
+from tests.corpus import CORPUS, HOLDOUT, load_corpus, score
 
 MIN_PRECISION = 0.98
 MIN_RECALL = 0.95
@@ -28,8 +28,9 @@ def test_corpus_is_big_and_balanced_enough() -> None:
     assert len({e["id"] for e in entries}) == len(entries)
 
 
-def test_precision_and_recall(rules) -> None:
-    s = score(rules, load_corpus())
+@pytest.mark.parametrize("path", [CORPUS, HOLDOUT], ids=["corpus", "holdout"])
+def test_precision_and_recall(rules, path) -> None:
+    s = score(rules, load_corpus(path))
     report = "\n".join(s.misses)
     assert s.precision >= MIN_PRECISION, report
     assert s.recall >= MIN_RECALL, report
