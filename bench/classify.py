@@ -1,6 +1,6 @@
 """Classification throughput on one core: corpus-sized results and 1 MB results.
 
-    python -m bench.classify
+python -m bench.classify
 """
 
 from __future__ import annotations

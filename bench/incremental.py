@@ -31,7 +31,9 @@ async def run(messages: int, rounds: int) -> None:
         history = conversation(messages, failures_every=9)
         headers = {"authorization": "Bearer sk-bench", "x-session-id": "bench-incremental"}
         body = orjson.dumps({"model": "gpt-4.1", "messages": history})
-        await rewriter(ChatRequest(body, orjson.loads(body), headers))  # the session has seen it all
+        await rewriter(
+            ChatRequest(body, orjson.loads(body), headers)
+        )  # the session has seen it all
         parse_only: list[float] = []
         rewrite: list[float] = []
         injected = 0
@@ -39,10 +41,27 @@ async def run(messages: int, rounds: int) -> None:
             call_id = f"call_new_{i:05d}"
             failing = i % 3 == 0
             turn = [
-                {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function",
-                 "function": {"name": "bash", "arguments": f'{{"command": "make target{i}"}}'}}]},
-                {"role": "tool", "tool_call_id": call_id,
-                 "content": f"make: *** [Makefile:{i}: target{i}] Error 2" if failing else "built ok"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {
+                                "name": "bash",
+                                "arguments": f'{{"command": "make target{i}"}}',
+                            },
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": f"make: *** [Makefile:{i}: target{i}] Error 2"
+                    if failing
+                    else "built ok",
+                },
             ]
             history.extend(turn)
             body = orjson.dumps({"model": "gpt-4.1", "messages": history})
@@ -55,8 +74,10 @@ async def run(messages: int, rounds: int) -> None:
             injected = result.injected
             del history[-2:]  # keep the conversation at `messages` + one new turn
     p, r = percentiles(parse_only), percentiles(rewrite)
-    print(f"{messages}-message conversation + 1 new turn, {len(body) // 1024} KiB, {rounds} rounds, "
-          f"{injected} blocks re-applied on the last round")
+    print(
+        f"{messages}-message conversation + 1 new turn, {len(body) // 1024} KiB, {rounds} rounds, "
+        f"{injected} blocks re-applied on the last round"
+    )
     print(f"{'':26} {'p50 ms':>8} {'p99 ms':>8}")
     print(f"{'JSON parse alone':26} {p['p50']:8.3f} {p['p99']:8.3f}")
     print(f"{'parse + recovery rewrite':26} {r['p50']:8.3f} {r['p99']:8.3f}")

@@ -1,4 +1,4 @@
-"""Command line: `recovery-proxy serve | demo | rules check`."""
+"""Command line: `recovery-proxy serve | demo | rules check | sessions purge`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proxy.config import Settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -23,7 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 8787)")
     serve.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
     serve.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
-    serve.add_argument("--store", help="memory | sqlite:PATH | redis://HOST:PORT/DB")
+    serve.add_argument(
+        "--store",
+        help="memory | sqlite[:PATH] | redis://HOST:PORT/DB "
+        "(default: RECOVERY_PROXY_STORE, else sqlite in the user's state directory)",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     commands.add_parser("demo", help="play a scripted agent session offline against a mock model")
@@ -32,6 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     rules_commands = rules.add_subparsers(dest="rules_command", required=True)
     check = rules_commands.add_parser("check", help="validate rules and run their examples")
     check.add_argument("dir", nargs="?", type=Path, help="rules directory (default: bundled)")
+
+    sessions = commands.add_parser("sessions", help="work with stored session state")
+    sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
+    purge = sessions_commands.add_parser("purge", help="delete one stored session or all")
+    purge.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    which = purge.add_mutually_exclusive_group()
+    which.add_argument("--session", metavar="KEY", help="the store key (tenant:session) to delete")
+    which.add_argument("--all", action="store_true", help="delete every session (the default)")
     return parser
 
 
@@ -47,7 +63,26 @@ def main(argv: list[str] | None = None) -> int:
         from proxy.rules_check import check_rules
 
         return check_rules(args.dir)
+    if args.command == "sessions":
+        from proxy.sessions_cli import purge_sessions, store_spec
+
+        return purge_sessions(store_spec(args.store), args.session)
     return 2
+
+
+def serve_settings(args: argparse.Namespace) -> Settings:
+    """Settings for `serve`: flags over environment over defaults, except that the store
+    defaults to the sqlite file in the user's state directory (the library default, used by
+    tests and embedders, stays `memory`)."""
+    from proxy.config import Settings
+    from proxy.sessions_cli import store_spec
+
+    overrides = {
+        key: value
+        for key in ("host", "port", "upstream", "rules")
+        if (value := getattr(args, key)) is not None
+    }
+    return Settings(**overrides, store=store_spec(args.store))
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -56,20 +91,19 @@ def serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from proxy.app import create_app
-    from proxy.config import Settings
+    from proxy.store import check_spec
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    overrides = {
-        key: value
-        for key in ("host", "port", "upstream", "rules", "store")
-        if (value := getattr(args, key)) is not None
-    }
     try:
-        settings = Settings(**overrides)
+        settings = serve_settings(args)
+        check_spec(settings.store)
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)

@@ -60,7 +60,9 @@ class ScriptedAgent:
     async def send(self) -> httpx.Response:
         with respx.mock(assert_all_called=False) as mock:
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(
-                return_value=httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
+                return_value=httpx.Response(
+                    200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]}
+                )
             )
             response = await self.client.post(
                 "/v1/chat/completions",

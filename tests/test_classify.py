@@ -26,7 +26,11 @@ def test_scan_reads_only_head_and_tail(rules) -> None:
     assert len(window) <= rules.scan.head_bytes + rules.scan.tail_bytes + 5
     assert window.startswith("HEAD") and window.endswith("TAIL")
     # An error line buried in the middle of a 10 MB log is outside the window: not scanned.
-    buried = "2024-01-01 INFO ok\n" * 300_000 + "Traceback (most recent call last):\n" + "2024-01-01 INFO ok\n" * 300_000
+    buried = (
+        "2024-01-01 INFO ok\n" * 300_000
+        + "Traceback (most recent call last):\n"
+        + "2024-01-01 INFO ok\n" * 300_000
+    )
     assert not classify(rules, "read_file", buried).error
     tail_failure = "building...\n" * 500_000 + "make: *** [Makefile:12: all] Error 1\n"
     assert classify(rules, "bash", tail_failure).category == "build_failure"
@@ -42,22 +46,34 @@ def test_key_line_is_the_traceback_last_line(rules) -> None:
         "FileNotFoundError: [Errno 2] No such file or directory: 'settings.toml'\n"
     )
     verdict = classify(rules, "python", text)
-    assert verdict.key_line == "FileNotFoundError: [Errno 2] No such file or directory: 'settings.toml'"
+    assert (
+        verdict.key_line
+        == "FileNotFoundError: [Errno 2] No such file or directory: 'settings.toml'"
+    )
     assert verdict.category == "not_found"
 
 
 def test_key_line_inside_framework_wrappers(rules) -> None:
     cline = "The tool execution failed with the following error:\n<error>\nENOENT: no such file or directory, open 'a.ts'\n</error>"
-    assert classify(rules, "read_file", cline).key_line == "ENOENT: no such file or directory, open 'a.ts'"
-    pydantic_ai = '{"error":"Unknown tool name: \'delete_file\'. Available tools: \'read_file\'"}'
+    assert (
+        classify(rules, "read_file", cline).key_line
+        == "ENOENT: no such file or directory, open 'a.ts'"
+    )
+    pydantic_ai = "{\"error\":\"Unknown tool name: 'delete_file'. Available tools: 'read_file'\"}"
     verdict = classify(rules, "delete_file", pydantic_ai)
     assert verdict.category == "unknown_tool"
     assert verdict.key_line.startswith("Unknown tool name: 'delete_file'")
 
 
 def test_exit_codes_count_only_when_non_zero(rules) -> None:
-    assert not classify(rules, "shell", "Exit code: 0\nWall time: 0.4 seconds\nOutput:\nerror: none found").error
-    assert classify(rules, "shell", "Exit code: 2\nWall time: 0.4 seconds\nOutput:\nls: cannot access 'x': No such file or directory").error
+    assert not classify(
+        rules, "shell", "Exit code: 0\nWall time: 0.4 seconds\nOutput:\nerror: none found"
+    ).error
+    assert classify(
+        rules,
+        "shell",
+        "Exit code: 2\nWall time: 0.4 seconds\nOutput:\nls: cannot access 'x': No such file or directory",
+    ).error
     assert not classify(rules, "bash", "done\n[The command completed with exit code 0.]").error
     assert classify(rules, "bash", "oops\n[The command completed with exit code 1.]").error
 

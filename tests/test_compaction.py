@@ -20,15 +20,27 @@ Messages = list[dict[str, Any]]
 
 async def history(agent: ScriptedAgent) -> dict[str, str]:
     """A session with three failures and some successes; returns failure lines by name."""
-    await agent.call("read_file", {"path": "src/config.ts"}, "Error: ENOENT: no such file or directory, open 'src/config.ts'")
+    await agent.call(
+        "read_file",
+        {"path": "src/config.ts"},
+        "Error: ENOENT: no such file or directory, open 'src/config.ts'",
+    )
     await agent.call("list_dir", {"path": "src"}, "index.ts\nsettings.ts")
-    await agent.call("bash", {"command": "cargo build"}, "   Compiling app v0.1.0\nerror[E0308]: mismatched types\n --> src/main.rs:4:18")
+    await agent.call(
+        "bash",
+        {"command": "cargo build"},
+        "   Compiling app v0.1.0\nerror[E0308]: mismatched types\n --> src/main.rs:4:18",
+    )
     await agent.call("read_file", {"path": "src/settings.ts"}, "export const port = 3000;")
-    await agent.call("edit_file", {"path": "src/settings.ts", "old_string": "port = 300"}, "String to replace not found in file.")
+    await agent.call(
+        "edit_file",
+        {"path": "src/settings.ts", "old_string": "port = 300"},
+        "String to replace not found in file.",
+    )
     await agent.call("read_file", {"path": "src/settings.ts"}, "export const port = 3000;")
     assert SUMMARY_HEAD not in agent.system_text
     return {
-        "read": '- [not_found] read_file("src/config.ts"): Error: ENOENT: no such file or directory, open \'src/config.ts\'',
+        "read": "- [not_found] read_file(\"src/config.ts\"): Error: ENOENT: no such file or directory, open 'src/config.ts'",
         "build": '- [build_failure] bash("cargo build"): error[E0308]: mismatched types',
         "edit": '- [edit_mismatch] edit_file("src/settings.ts"): String to replace not found in file.',
     }
@@ -74,12 +86,24 @@ SHAPES: dict[str, Callable[[Messages], Messages]] = {
         "that language model. Use this to build on the work that has already been done.\n\n"
         "The port is in src/settings.ts."
     ),
-    "roo": keep_first_user_then("## Conversation Summary\n\n### 1. Previous Conversation\nPort change.", "assistant"),
-    "goose": user_summary("Your context was compacted. The previous conversation: port change in src/settings.ts."),
-    "gemini-cli": user_summary("<state_snapshot>\n  <overall_goal>Change the port</overall_goal>\n</state_snapshot>"),
-    "aider": keep_first_user_then("I spoke to you previously about a number of things.\nWe changed the port plan."),
-    "langchain": system_summary("Here is a summary of the conversation to date: the agent tried to change the port."),
-    "langmem": system_summary("Summary of the conversation so far: the port change is in progress."),
+    "roo": keep_first_user_then(
+        "## Conversation Summary\n\n### 1. Previous Conversation\nPort change.", "assistant"
+    ),
+    "goose": user_summary(
+        "Your context was compacted. The previous conversation: port change in src/settings.ts."
+    ),
+    "gemini-cli": user_summary(
+        "<state_snapshot>\n  <overall_goal>Change the port</overall_goal>\n</state_snapshot>"
+    ),
+    "aider": keep_first_user_then(
+        "I spoke to you previously about a number of things.\nWe changed the port plan."
+    ),
+    "langchain": system_summary(
+        "Here is a summary of the conversation to date: the agent tried to change the port."
+    ),
+    "langmem": system_summary(
+        "Summary of the conversation so far: the port change is in progress."
+    ),
     "openhands": keep_first_user_then(
         "USER_CONTEXT: change the port to 8080\nCOMPLETED: located src/settings.ts\nPENDING: edit the port"
     ),
@@ -96,15 +120,19 @@ async def test_compaction_adds_a_frozen_summary_of_vanished_failures(client, sha
     await agent.send()
     system = agent.system_text
     assert system.startswith(SYSTEM)
-    summary = system[system.index(SUMMARY_HEAD):]
+    summary = system[system.index(SUMMARY_HEAD) :]
     assert summary.startswith(SUMMARY_HEAD + "\nAvoid repeating these patterns:\n")
     for line in lines.values():
         assert line in summary, (shape, summary)
     assert summary.count("\n- [") == 3
     # Frozen: later turns (even with new failures) carry the identical text.
-    await agent.call("bash", {"command": "npm run dev"}, "Error: listen EADDRINUSE: address already in use :::8080")
+    await agent.call(
+        "bash",
+        {"command": "npm run dev"},
+        "Error: listen EADDRINUSE: address already in use :::8080",
+    )
     await agent.call("read_file", {"path": "package.json"}, '{"name": "app"}')
-    assert agent.system_text[agent.system_text.index(SUMMARY_HEAD):] == summary
+    assert agent.system_text[agent.system_text.index(SUMMARY_HEAD) :] == summary
     metrics = (await client.get("/metrics")).text
     assert "recovery_proxy_compactions_total 1.0" in metrics
 
@@ -115,7 +143,10 @@ async def test_summary_lists_only_failures_no_longer_visible(client) -> None:
     tail = agent.messages[-4:-2]  # the failed edit_file exchange stays visible
     agent.messages = [
         agent.messages[0],
-        {"role": "user", "content": "This session is being continued from a previous conversation that ran out of context. Summary: port change."},
+        {
+            "role": "user",
+            "content": "This session is being continued from a previous conversation that ran out of context. Summary: port change.",
+        },
         *tail,
     ]
     await agent.send()
@@ -127,7 +158,9 @@ async def test_summary_lists_only_failures_no_longer_visible(client) -> None:
 async def test_summary_without_a_system_message_is_inserted_first(client) -> None:
     agent = ScriptedAgent(client, system=SYSTEM, task=TASK)
     await history(agent)
-    agent.messages = [{"role": "user", "content": "Your context was compacted. Continue the port change."}]
+    agent.messages = [
+        {"role": "user", "content": "Your context was compacted. Continue the port change."}
+    ]
     await agent.send()
     first = agent.forwarded[-1]["messages"][0]
     assert first["role"] == "system" and first["content"].startswith(SUMMARY_HEAD)
@@ -136,14 +169,26 @@ async def test_summary_without_a_system_message_is_inserted_first(client) -> Non
 async def test_summary_keeps_newest_per_tool_and_category_and_at_most_ten(client) -> None:
     agent = ScriptedAgent(client, system=SYSTEM, task=TASK)
     for i in range(14):
-        await agent.call(f"tool_{i}", {"path": f"f{i}.ts"}, f"Error: ENOENT: no such file or directory, open 'f{i}.ts'")
-        await agent.call("read_file", {"path": f"g{i}.ts"}, f"Error: ENOENT: no such file or directory, open 'g{i}.ts'")
-    agent.messages = user_summary("This session is being continued from a previous conversation that ran out of context.")(agent.messages)
+        await agent.call(
+            f"tool_{i}",
+            {"path": f"f{i}.ts"},
+            f"Error: ENOENT: no such file or directory, open 'f{i}.ts'",
+        )
+        await agent.call(
+            "read_file",
+            {"path": f"g{i}.ts"},
+            f"Error: ENOENT: no such file or directory, open 'g{i}.ts'",
+        )
+    agent.messages = user_summary(
+        "This session is being continued from a previous conversation that ran out of context."
+    )(agent.messages)
     await agent.send()
     items = [line for line in agent.system_text.splitlines() if line.startswith("- [")]
     assert len(items) == 10
     read_items = [line for line in items if line.startswith("- [not_found] read_file(")]
-    assert read_items == ['- [not_found] read_file("g13.ts"): Error: ENOENT: no such file or directory, open \'g13.ts\' (turn 28)']
+    assert read_items == [
+        "- [not_found] read_file(\"g13.ts\"): Error: ENOENT: no such file or directory, open 'g13.ts' (turn 28)"
+    ]
 
 
 async def test_second_compaction_refreezes(client) -> None:
@@ -152,7 +197,11 @@ async def test_second_compaction_refreezes(client) -> None:
     agent.messages = SHAPES["claude-code"](agent.messages)
     await agent.send()
     first = agent.system_text
-    await agent.call("bash", {"command": "npm test"}, "FAILED tests/port.test.ts::listens - expected 8080\n1 failed")
+    await agent.call(
+        "bash",
+        {"command": "npm test"},
+        "FAILED tests/port.test.ts::listens - expected 8080\n1 failed",
+    )
     agent.messages = SHAPES["goose"](agent.messages)
     await agent.send()
     second = agent.system_text
@@ -162,25 +211,49 @@ async def test_second_compaction_refreezes(client) -> None:
 
 # ---- no false alarms --------------------------------------------------------------------
 
+
 def scenarios() -> list[tuple[str, int]]:
     """20+ long sessions of ordinary growth, retries, branches and parallel sub-agents."""
-    return [(kind, seed) for kind in ("growth", "retries", "branch", "subagents") for seed in range(6)]
+    return [
+        (kind, seed) for kind in ("growth", "retries", "branch", "subagents") for seed in range(6)
+    ]
 
 
 @pytest.mark.parametrize(("kind", "seed"), scenarios())
 async def test_long_sessions_without_compaction_get_no_summary(client, kind, seed) -> None:
     rng = random.Random(seed)
     tools = [
-        ("read_file", lambda i: {"path": f"src/m{i % 7}.py"}, lambda i: f"def f{i}():\n    raise ValueError('bad')\n"),
-        ("read_file", lambda i: {"path": f"src/missing{i % 3}.py"}, lambda i: f"Error: ENOENT: no such file or directory, open 'src/missing{i % 3}.py'"),
-        ("bash", lambda i: {"command": f"pytest -q tests/test_{i % 4}.py"}, lambda i: "FAILED tests/t.py::test_x - assert 1 == 2\n1 failed, 3 passed"),
+        (
+            "read_file",
+            lambda i: {"path": f"src/m{i % 7}.py"},
+            lambda i: f"def f{i}():\n    raise ValueError('bad')\n",
+        ),
+        (
+            "read_file",
+            lambda i: {"path": f"src/missing{i % 3}.py"},
+            lambda i: f"Error: ENOENT: no such file or directory, open 'src/missing{i % 3}.py'",
+        ),
+        (
+            "bash",
+            lambda i: {"command": f"pytest -q tests/test_{i % 4}.py"},
+            lambda i: "FAILED tests/t.py::test_x - assert 1 == 2\n1 failed, 3 passed",
+        ),
         ("bash", lambda i: {"command": "ruff check ."}, lambda i: "All checks passed!"),
-        ("grep", lambda i: {"pattern": "error"}, lambda i: "src/a.py:3: log.error('x')\nsrc/b.py:9: raise RuntimeError"),
+        (
+            "grep",
+            lambda i: {"pattern": "error"},
+            lambda i: "src/a.py:3: log.error('x')\nsrc/b.py:9: raise RuntimeError",
+        ),
     ]
     agents = [ScriptedAgent(client, session=f"long-{kind}-{seed}", system=SYSTEM, task=TASK)]
     if kind == "subagents":
         agents += [
-            ScriptedAgent(client, session=f"long-{kind}-{seed}", system=SYSTEM, task=f"Sub-task {n}: audit module {n}.")
+            ScriptedAgent(
+                client,
+                session=f"long-{kind}-{seed}",
+                system=SYSTEM,
+                task=f"Sub-task {n}: audit module {n}.",
+            )
             for n in range(2)
         ]
     for i in range(30):

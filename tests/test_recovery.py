@@ -33,7 +33,9 @@ def local_rules(tmp_path: Path, edit: dict[str, str]) -> Path:
 
 async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client) -> None:
     agent = ScriptedAgent(client)
-    response = await agent.call("edit_file", {"path": "src/config.ts", "old": "3000", "new": "8080"}, ENOENT)
+    response = await agent.call(
+        "edit_file", {"path": "src/config.ts", "old": "3000", "new": "8080"}, ENOENT
+    )
     assert response.headers["x-recovery-proxy-injected"] == "1"
     first = agent.last_tool_text
     assert first.startswith(ENOENT + "\n\n[Error Recovery Context]\n")
@@ -60,7 +62,7 @@ async def test_repeats_warn_then_stop(client) -> None:
     await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
     text = agent.last_tool_text
     assert 'STOP: occurrence #3 of the same not_found failure on "src/config.ts"' in text
-    assert text.count("read_file(\"src/config.ts\") -> not_found") == 2
+    assert text.count('read_file("src/config.ts") -> not_found') == 2
 
 
 async def test_successful_turns_get_nothing(client) -> None:
@@ -74,7 +76,9 @@ async def test_successful_turns_get_nothing(client) -> None:
 
 async def test_already_annotated_result_is_not_annotated_twice(client) -> None:
     agent = ScriptedAgent(client)
-    await agent.call("read_file", {"path": "a.ts"}, ENOENT + "\n\n[Error Recovery Context]\nOperation: x")
+    await agent.call(
+        "read_file", {"path": "a.ts"}, ENOENT + "\n\n[Error Recovery Context]\nOperation: x"
+    )
     assert agent.last_tool_text.count("[Error Recovery Context]") == 1
 
 
@@ -84,7 +88,11 @@ async def test_consecutive_failures_escalate_with_annotate(client) -> None:
         ("read_file", {"path": "a.py"}, "Error: ENOENT: no such file or directory, open 'a.py'"),
         ("bash", {"command": "make"}, "make: *** [Makefile:3: all] Error 2"),
         ("bash", {"command": "npm test"}, "npm error code ELIFECYCLE"),
-        ("fetch", {"url": "https://api.example.dev/x"}, "404 Client Error: Not Found for url: https://api.example.dev/x"),
+        (
+            "fetch",
+            {"url": "https://api.example.dev/x"},
+            "404 Client Error: Not Found for url: https://api.example.dev/x",
+        ),
         ("edit_file", {"path": "b.py"}, "String to replace not found in file."),
     ]
     for tool, args, result in failures:
@@ -94,7 +102,13 @@ async def test_consecutive_failures_escalate_with_annotate(client) -> None:
 
 
 async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
-    rules = local_rules(tmp_path, {"consecutive_failures: 5 ": "consecutive_failures: 2 ", "action: annotate ": "action: block "})
+    rules = local_rules(
+        tmp_path,
+        {
+            "consecutive_failures: 5 ": "consecutive_failures: 2 ",
+            "action: annotate ": "action: block ",
+        },
+    )
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
         ok = await agent.call("bash", {"command": "make"}, "make: *** [all] Error 2")
@@ -102,7 +116,10 @@ async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
         blocked = await agent.call("bash", {"command": "make -j1"}, "make: *** [all] Error 2")
         assert blocked.status_code == 409
         error = blocked.json()["error"]
-        assert error["type"] == "recovery_escalation" and "2 consecutive tool calls have failed" in error["message"]
+        assert (
+            error["type"] == "recovery_escalation"
+            and "2 consecutive tool calls have failed" in error["message"]
+        )
         assert blocked.headers["x-should-retry"] == "false"
         assert len(agent.forwarded) == 1  # not forwarded
         again = await agent.send()  # the SDK or agent retries the same request
@@ -113,11 +130,14 @@ async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
 
 async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> None:
     hook = "http://127.0.0.1:18998/events"
-    rules = local_rules(tmp_path, {
-        "consecutive_failures: 5 ": "consecutive_failures: 2 ",
-        "action: annotate ": "action: webhook ",
-        "  # webhook_url: http://127.0.0.1:9000/recovery-events": f"  webhook_url: {hook}",
-    })
+    rules = local_rules(
+        tmp_path,
+        {
+            "consecutive_failures: 5 ": "consecutive_failures: 2 ",
+            "action: annotate ": "action: webhook ",
+            "  # webhook_url: http://127.0.0.1:9000/recovery-events": f"  webhook_url: {hook}",
+        },
+    )
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
         with respx.mock(assert_all_called=False) as mock:
@@ -154,7 +174,7 @@ async def test_same_call_in_a_row_gets_a_loop_notice_even_when_it_succeeds(clien
     assert 'bash("git status") has been called 3 times in a row' in text
     await agent.call("bash", {"command": "git status"}, "On branch main\nnothing to commit")
     await agent.call("bash", {"command": "git status"}, "On branch main\nnothing to commit")
-    assert "ESCALATION: bash(\"git status\") has been called 5 times in a row" in agent.last_tool_text
+    assert 'ESCALATION: bash("git status") has been called 5 times in a row' in agent.last_tool_text
 
 
 async def test_cycles_are_detected(client) -> None:
@@ -164,7 +184,10 @@ async def test_cycles_are_detected(client) -> None:
         await agent.call("read_file", {"path": "b.py"}, "print('b')")
         if i < 2:
             assert "Loop notice" not in agent.last_tool_text
-    assert 'Loop notice: the last 6 calls repeat the cycle read_file("a.py") -> read_file("b.py") 3 times' in agent.last_tool_text
+    assert (
+        'Loop notice: the last 6 calls repeat the cycle read_file("a.py") -> read_file("b.py") 3 times'
+        in agent.last_tool_text
+    )
 
 
 async def test_systemic_failures_become_one_compact_notice(client) -> None:
@@ -174,7 +197,10 @@ async def test_systemic_failures_become_one_compact_notice(client) -> None:
     await agent.call("migrate", {"command": "alembic upgrade head"}, REFUSED)
     await agent.call("seed", {"command": "python seed.py"}, REFUSED)
     text = agent.last_tool_text
-    assert "Environment problem, not your arguments: connection_error failures across 3 different operations (migrate, query_db, seed)" in text
+    assert (
+        "Environment problem, not your arguments: connection_error failures across 3 different operations (migrate, query_db, seed)"
+        in text
+    )
     assert "Recovery suggestions" not in text and "Previous attempts" not in text
 
 
@@ -190,12 +216,18 @@ async def test_sessions_are_scoped_by_credential(client) -> None:
 
 async def test_session_from_body_field_and_fingerprint(client) -> None:
     fp1 = ScriptedAgent(client, session=None, task="Task one")
-    await fp1.call("read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'")
+    await fp1.call(
+        "read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'"
+    )
     fp2 = ScriptedAgent(client, session=None, task="Task one")  # same system + first message
-    await fp2.call("read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'")
+    await fp2.call(
+        "read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'"
+    )
     assert '  1. read_file("x.py")' in fp2.last_tool_text
     other = ScriptedAgent(client, session=None, task="Task two")
-    await other.call("read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'")
+    await other.call(
+        "read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'"
+    )
     assert "  none" in other.last_tool_text
 
 
@@ -203,17 +235,39 @@ async def test_message_placement_inserts_one_message_after_the_batch(tmp_path) -
     rules = local_rules(tmp_path, {"  mode: append ": "  mode: message "})
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
-        agent.messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_p1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.ts"}'}},
-            {"id": "call_p2", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "b.ts"}'}},
-        ]})
-        agent.messages.append({"role": "tool", "tool_call_id": "call_p1", "content": "Error: ENOENT: no such file or directory, open 'a.ts'"})
-        agent.messages.append({"role": "tool", "tool_call_id": "call_p2", "content": "export const b = 1;"})
+        agent.messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_p1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.ts"}'},
+                    },
+                    {
+                        "id": "call_p2",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "b.ts"}'},
+                    },
+                ],
+            }
+        )
+        agent.messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": "call_p1",
+                "content": "Error: ENOENT: no such file or directory, open 'a.ts'",
+            }
+        )
+        agent.messages.append(
+            {"role": "tool", "tool_call_id": "call_p2", "content": "export const b = 1;"}
+        )
         await agent.send()
     sent = agent.forwarded[-1]["messages"]
     assert [m["role"] for m in sent[-4:]] == ["assistant", "tool", "tool", "user"]
     assert sent[-3]["content"] == "Error: ENOENT: no such file or directory, open 'a.ts'"
-    assert sent[-1]["content"].startswith("[Error Recovery Context]\nOperation: read_file(\"a.ts\")")
+    assert sent[-1]["content"].startswith('[Error Recovery Context]\nOperation: read_file("a.ts")')
 
 
 async def test_request_budget_caps_new_tokens(tmp_path) -> None:
@@ -221,7 +275,11 @@ async def test_request_budget_caps_new_tokens(tmp_path) -> None:
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
         for name in ("a", "b", "c"):
-            agent.add_call("read_file", {"path": f"{name}.ts"}, f"Error: ENOENT: no such file or directory, open '{name}.ts'")
+            agent.add_call(
+                "read_file",
+                {"path": f"{name}.ts"},
+                f"Error: ENOENT: no such file or directory, open '{name}.ts'",
+            )
         await agent.send()
     tools = [m["content"] for m in agent.forwarded[-1]["messages"] if m["role"] == "tool"]
     annotated = [t for t in tools if "[Error Recovery Context]" in t]
@@ -232,9 +290,13 @@ async def test_near_the_context_window_only_escalations_are_added(tmp_path) -> N
     rules = local_rules(tmp_path, {"consecutive_failures: 5 ": "consecutive_failures: 2 "})
     async with proxy_client(make_settings(rules=rules, context_window=10_000)) as client:
         agent = ScriptedAgent(client, task="Summarise the logs. " + "log line " * 4400)
-        await agent.call("read_file", {"path": "a.ts"}, "Error: ENOENT: no such file or directory, open 'a.ts'")
+        await agent.call(
+            "read_file", {"path": "a.ts"}, "Error: ENOENT: no such file or directory, open 'a.ts'"
+        )
         assert "[Error Recovery Context]" not in agent.last_tool_text
-        await agent.call("read_file", {"path": "b.ts"}, "Error: ENOENT: no such file or directory, open 'b.ts'")
+        await agent.call(
+            "read_file", {"path": "b.ts"}, "Error: ENOENT: no such file or directory, open 'b.ts'"
+        )
         text = agent.last_tool_text
         assert "[Error Recovery Context]" not in text
         assert "ESCALATION: 2 consecutive tool calls have failed" in text
@@ -251,7 +313,9 @@ async def test_block_token_cap_trims_older_attempts_and_hints(tmp_path) -> None:
 
     failed = [m["content"] for m in agent.forwarded[-1]["messages"] if m["role"] == "tool"][-2]
     block = failed.split("\n\n", 1)[1]
-    notices = [p for p in block.split("\n\n") if p.startswith(("STOP", "Note", "Loop", "ESCALATION"))]
+    notices = [
+        p for p in block.split("\n\n") if p.startswith(("STOP", "Note", "Loop", "ESCALATION"))
+    ]
     body = block
     for notice in notices:
         body = body.replace("\n\n" + notice, "")
@@ -285,8 +349,16 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
         ("read_file", {"path": "src/config.ts"}, ENOENT),
         ("list_dir", {"path": "src"}, "index.ts\nsettings.ts"),
         ("read_file", {"path": "src/settings.ts"}, "export const port = 3000;"),
-        ("edit_file", {"path": "src/settings.ts", "old_string": "port = 300"}, "String to replace not found in file."),
-        ("bash", {"command": "npm test"}, "FAILED tests/app.test.ts - expected 8080, got 3000\n1 failed, 4 passed"),
+        (
+            "edit_file",
+            {"path": "src/settings.ts", "old_string": "port = 300"},
+            "String to replace not found in file.",
+        ),
+        (
+            "bash",
+            {"command": "npm test"},
+            "FAILED tests/app.test.ts - expected 8080, got 3000\n1 failed, 4 passed",
+        ),
         ("bash", {"command": "git status"}, "On branch main"),
         ("bash", {"command": "git status"}, "On branch main"),
         ("bash", {"command": "git status"}, "On branch main"),

@@ -29,7 +29,11 @@ def test_bundled_rules_load_and_pass_their_examples(capsys) -> None:
 
 def test_unknown_key_is_refused_naming_file_and_rule(rules_dir: Path) -> None:
     path = rules_dir / "10-detection.yaml"
-    path.write_text(path.read_text().replace("    - id: openai-agents\n", "    - id: openai-agents\n      severity: high\n", 1))
+    path.write_text(
+        path.read_text().replace(
+            "    - id: openai-agents\n", "    - id: openai-agents\n      severity: high\n", 1
+        )
+    )
     with pytest.raises(RulesError) as caught:
         load_rules(rules_dir)
     message = str(caught.value)

@@ -14,24 +14,55 @@ SMOL_ERROR = (
 
 
 def test_tool_role_results_and_content_parts() -> None:
-    conv = parse({"model": "m", "messages": [
-        {"role": "developer", "content": [{"type": "text", "text": "Be careful."}]},
-        {"role": "user", "content": "Go."},
-        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"pattern": "TODO"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "a.py:1: TODO"}]},
-    ]})
+    conv = parse(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "developer", "content": [{"type": "text", "text": "Be careful."}]},
+                {"role": "user", "content": "Go."},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "grep", "arguments": '{"pattern": "TODO"}'},
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": [{"type": "text", "text": "a.py:1: TODO"}],
+                },
+            ],
+        }
+    )
     assert conv is not None and conv.system == "Be careful."
     [result] = conv.results
-    assert (result.call_id, result.tool, result.text, result.index) == ("c1", "grep", "a.py:1: TODO", 3)
+    assert (result.call_id, result.tool, result.text, result.index) == (
+        "c1",
+        "grep",
+        "a.py:1: TODO",
+        3,
+    )
     assert result.call is not None and result.call.arguments == {"pattern": "TODO"}
 
 
 def test_legacy_function_call_results() -> None:
-    conv = parse({"messages": [
-        {"role": "user", "content": "Weather?"},
-        {"role": "assistant", "content": None, "function_call": {"name": "weather", "arguments": '{"city": "Oslo"}'}},
-        {"role": "function", "name": "weather", "content": "HTTP 503 Service Unavailable"},
-    ]})
+    conv = parse(
+        {
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+                },
+                {"role": "function", "name": "weather", "content": "HTTP 503 Service Unavailable"},
+            ]
+        }
+    )
     assert conv is not None
     [result] = conv.results
     assert result.tool == "weather" and result.call and result.call.arguments == {"city": "Oslo"}
@@ -39,30 +70,47 @@ def test_legacy_function_call_results() -> None:
 
 def test_smolagents_error_segments_in_user_text_get_inline_blocks() -> None:
     text = SMOL_TASK + SMOL_ERROR + SMOL_ERROR
-    payload = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": [{"type": "text", "text": text}]}]}
+    payload = {
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": [{"type": "text", "text": text}]},
+        ]
+    }
     conv = parse(payload)
     assert conv is not None
     first, second = conv.results
     assert first.tool == second.tool == "read_file"
     assert first.call and first.call.arguments == {"path": "src/config.ts"}
-    assert first.call_id != second.call_id and first.offset is not None and second.offset is not None
+    assert (
+        first.call_id != second.call_id and first.offset is not None and second.offset is not None
+    )
     out = splice(payload, {(1, first.offset): "[B1]", (1, second.offset): "[B2]"}, "")
     spliced = out["messages"][1]["content"][0]["text"]
     assert spliced.count("[B1]") == 1 and spliced.index("[B1]") < spliced.index("[B2]")
     # Last turn's text (one error + its block) stays a prefix of this turn's.
-    earlier = parse({"messages": [payload["messages"][0], {"role": "user", "content": SMOL_TASK + SMOL_ERROR}]})
+    earlier = parse(
+        {"messages": [payload["messages"][0], {"role": "user", "content": SMOL_TASK + SMOL_ERROR}]}
+    )
     assert earlier is not None
-    earlier_out = splice({"messages": [payload["messages"][0], {"role": "user", "content": SMOL_TASK + SMOL_ERROR}]}, {(1, earlier.results[0].offset): "[B1]"}, "")
+    earlier_out = splice(
+        {"messages": [payload["messages"][0], {"role": "user", "content": SMOL_TASK + SMOL_ERROR}]},
+        {(1, earlier.results[0].offset): "[B1]"},
+        "",
+    )
     assert spliced.startswith(earlier_out["messages"][1]["content"])
     assert earlier.results[0].call_id == first.call_id
 
 
 def test_splice_shares_untouched_messages_and_keeps_unknown_fields() -> None:
-    payload = {"model": "m", "x_custom": {"keep": True}, "messages": [
-        {"role": "system", "content": "sys", "name": "root"},
-        {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "c", "content": "Error: boom"},
-    ]}
+    payload = {
+        "model": "m",
+        "x_custom": {"keep": True},
+        "messages": [
+            {"role": "system", "content": "sys", "name": "root"},
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "c", "content": "Error: boom"},
+        ],
+    }
     out = splice(payload, {2: "[block]"}, "[summary]")
     assert out["x_custom"] == {"keep": True} and list(out) == list(payload)
     assert out["messages"][1] is payload["messages"][1]
