@@ -171,8 +171,9 @@ async def template_state(records: int) -> bytes:
         for i in range(1, 3 * records + 1):  # one request per turn, as an agent sends them
             body = orjson.dumps({"model": "gpt-4o-mini", "messages": conversation(2 + 2 * i, 3)})
             await rewriter(ChatRequest(body, orjson.loads(body), headers))
-        (state,) = rewriter.store.sessions.values()  # type: ignore[attr-defined]
-        assert len(state.records) == records, len(state.records)
+        (key,) = rewriter.store.sessions  # type: ignore[attr-defined]
+        state = await rewriter.store.get(key)  # type: ignore[attr-defined]
+        assert state is not None and len(state.records) == records
         return state.model_dump_json().encode()
 
 
@@ -198,7 +199,8 @@ async def memory_footprint(sessions: int, records: int) -> None:
     del clone
     gc.collect()
     after = rss_mb()
-    sample = next(iter(store.sessions.values()))
+    sample = await store.get(next(iter(store.sessions)))
+    assert sample is not None
     print(
         f"MemoryStore: {len(store.sessions)} sessions x {len(sample.records)} records "
         f"({len(sample.annotations)} blocks, {len(sample.seen)} seen ids, {len(template)} bytes "
