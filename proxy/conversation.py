@@ -33,20 +33,63 @@ class ToolCall:
         return self._arguments
 
 
-@dataclass(slots=True)
 class ToolResult:
-    """What a tool returned, where it sits in the request, and the call it answers."""
+    """What a tool returned, where it sits in the request, and the call it answers.
+    `text` is extracted from the raw content on first use: most results in a long
+    conversation were judged on an earlier turn and are never read again."""
 
-    call_id: str
-    text: str
-    index: int
-    call: ToolCall | None = None
-    is_error: bool | None = None  # an explicit wire flag; None: judge the text
-    offset: int | None = None  # inside a longer text (smolagents): where its block goes
+    __slots__ = ("_call", "_text", "call_id", "content", "index", "is_error", "offset")
+
+    def __init__(
+        self,
+        call_id: str,
+        content: Any,
+        index: int,
+        call: ToolCall | dict[str, Any] | None = None,  # a raw OpenAI tool call is read lazily
+        is_error: bool | None = None,  # an explicit wire flag; None: judge the text
+        offset: int | None = None,  # inside a longer text (smolagents): where its block goes
+    ) -> None:
+        self.call_id = call_id
+        self.content = content
+        self.index = index
+        self._call = call
+        self.is_error = is_error
+        self.offset = offset
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = text_of(self.content)
+        return self._text
+
+    @property
+    def call(self) -> ToolCall | None:
+        raw = self._call
+        if isinstance(raw, dict):
+            fn = raw.get("function")
+            fn = fn if isinstance(fn, dict) else {}
+            raw = ToolCall(str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments"))
+            self._call = raw
+        return raw
 
     @property
     def tool(self) -> str:
-        return self.call.name if self.call else "unknown_tool_call"
+        call = self.call
+        return call.name if call else "unknown_tool_call"
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
 
 
 @dataclass(slots=True)
@@ -56,7 +99,6 @@ class Conversation:
     model: str
     system: str
     first_user: str
-    calls: list[ToolCall] = field(default_factory=list)
     results: list[ToolResult] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # system and user texts (marker scan)
     message_count: int = 0

@@ -10,7 +10,7 @@ import ast
 import hashlib
 from typing import Any
 
-from proxy.conversation import Conversation, ToolCall, ToolResult
+from proxy.conversation import Conversation, ToolCall, ToolResult, text_of
 
 SMOL_PREFIX = "Call id: "
 SMOL_ERROR = "\nError:\n"
@@ -18,19 +18,6 @@ SMOL_OBSERVATION = "\nObservation:\n"
 MAX_SEGMENTS = 200
 SMOL_CALLS = "Calling tools:\n"
 SYSTEM_ROLES = ("system", "developer")
-
-
-def text_of(content: Any) -> str:
-    """The text of a message content: a string, or the text parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
 
 
 def _smol_calls(text: str) -> list[ToolCall]:
@@ -123,36 +110,29 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         return None
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
     conv = Conversation(model=model, system="", first_user="", message_count=len(messages))
-    calls: dict[str, ToolCall] = {}
+    calls: dict[str, Any] = {}  # call id -> raw OpenAI tool call (or a ToolCall); built lazily
     last_function_call: ToolCall | None = None
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
         role = message.get("role")
-        conv.last_role = role if isinstance(role, str) else ""
         if role == "assistant":
-            for raw in message.get("tool_calls") or []:
-                if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
-                    continue
-                fn = raw["function"]
-                call = ToolCall(
-                    str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments")
-                )
-                calls[call.id] = call
-                conv.calls.append(call)
+            for raw in message.get("tool_calls") or ():
+                if isinstance(raw, dict):
+                    calls[str(raw.get("id", ""))] = raw
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
                 last_function_call = ToolCall(
                     f"fn-{index}", str(legacy.get("name", "")), legacy.get("arguments")
                 )
-                conv.calls.append(last_function_call)
-            for call in _smol_calls(text_of(message.get("content"))):
-                calls[call.id] = call
-                conv.calls.append(call)
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith(SMOL_CALLS):
+                for call in _smol_calls(content):
+                    calls[call.id] = call
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
             conv.results.append(
-                ToolResult(call_id, text_of(message.get("content")), index, calls.get(call_id))
+                ToolResult(call_id, message.get("content"), index, calls.get(call_id))
             )
         elif role == "function" and last_function_call is not None:
             conv.results.append(
@@ -178,6 +158,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 conv.results.append(ToolResult(call_id, text, index, calls.get(call_id)))
             elif SMOL_ERROR in text or text.startswith(SMOL_ERROR[1:]):
                 conv.results += _smol_error_segments(text, index)
+    last = messages[-1] if messages else None
+    conv.last_role = str(last.get("role", "")) if isinstance(last, dict) else ""
     conv.thread = _digest(conv.system + "\0" + conv.first_user)
     return conv
 
