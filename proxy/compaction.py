@@ -11,21 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from proxy import render
-from proxy.conversation import Conversation
+from proxy.conversation import Conversation, ToolResult
 from proxy.rules import Rules
 from proxy.state import FailureRecord, SessionState, ThreadState
 
 MAX_USER_ANCHORS = 64
 
 
+def is_cleared(result: ToolResult, rules: Rules) -> bool:
+    """The agent replaced this output with a placeholder (`[Old tool result content cleared]`)."""
+    return any(c in result.text for c in rules.cleared)
+
+
 def visible_failures(state: SessionState, conv: Conversation, rules: Rules) -> set[str]:
     """Call ids of tracked failures whose result is still in the request, uncleared."""
     failed = {r.call_id for r in state.records}
-    return {
-        r.call_id
-        for r in conv.results
-        if r.call_id in failed and not any(c in r.text for c in rules.cleared)
-    }
+    return {r.call_id for r in conv.results if r.call_id in failed and not is_cleared(r, rules)}
 
 
 def has_marker(conv: Conversation, rules: Rules) -> bool:
@@ -44,11 +45,13 @@ def is_branch(previous: ThreadState, conv: Conversation) -> bool:
     return all(now.get(i) == digest for i, digest in previous.anchors if i < k)
 
 
-def detect_compaction(state: SessionState, conv: Conversation, rules: Rules) -> list[str]:
-    """The signals that fired for this request (empty: no compaction)."""
+def detect_compaction(
+    state: SessionState, conv: Conversation, visible: set[str], marker: bool
+) -> list[str]:
+    """The signals that fired for this request (empty: no compaction). `visible`: tracked
+    failures the model can see in it; `marker`: a summary marker appears in it."""
     signals: list[str] = []
     previous = state.threads.get(conv.thread)
-    visible = visible_failures(state, conv, rules)
     if previous is not None:
         if not is_branch(previous, conv):
             if any(cid not in visible for cid in previous.visible):
@@ -59,28 +62,29 @@ def detect_compaction(state: SessionState, conv: Conversation, rules: Rules) -> 
                 signals.append("rewritten")
     elif state.threads and any(r.call_id in state.seen for r in conv.results):
         signals.append("continuation")
-    if has_marker(conv, rules) and (previous is None or not previous.marker):
+    if marker and (previous is None or not previous.marker):
         signals.append("marker")
     return signals
 
 
-def remember_thread(state: SessionState, conv: Conversation, rules: Rules) -> None:
+def remember_thread(
+    state: SessionState, conv: Conversation, visible: set[str], marker: bool
+) -> None:
     """Keep what this request looked like, for the next one in the same thread."""
     state.threads.pop(conv.thread, None)  # re-insert: most recently used last
     state.threads[conv.thread] = ThreadState(
         length=conv.message_count,
         anchors=conv.user_anchors[-MAX_USER_ANCHORS:],
-        visible=sorted(visible_failures(state, conv, rules)),
-        marker=has_marker(conv, rules),
+        visible=sorted(visible),
+        marker=marker,
     )
 
 
 def frozen_summary(
-    state: SessionState, conv: Conversation, rules: Rules, count: Callable[[str], int]
+    state: SessionState, visible: set[str], rules: Rules, count: Callable[[str], int]
 ) -> str:
     """The summary of failures the model can no longer see, newest per (tool, category),
     within the record and token caps. Rendered once per compaction, then frozen."""
-    visible = visible_failures(state, conv, rules)
     newest: dict[tuple[str, str], FailureRecord] = {}
     for record in state.records:
         if record.call_id not in visible:

@@ -27,6 +27,10 @@ from proxy.wire import openai_chat
 log = logging.getLogger("recovery_proxy")
 
 
+class TrackerError(Exception):
+    """The tracker itself raised; the app forwards the original request (fail-open)."""
+
+
 class RecoveryPipeline:
     """The rewriter: one call per chat request."""
 
@@ -64,7 +68,10 @@ class RecoveryPipeline:
 
         def apply(state: SessionState) -> Plan:
             budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
-            return observe(state, conv, rules, budget, now, verdicts)
+            try:
+                return observe(state, conv, rules, budget, now, verdicts)
+            except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
+                raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
         plan = await self._update(key, apply)
         self._count(plan)
@@ -97,6 +104,8 @@ class RecoveryPipeline:
         (stateless recovery from what the conversation shows)."""
         try:
             plan: Plan = await self.store.update(key, apply)
+        except TrackerError:
+            raise
         except Exception as exc:
             if not self.store_down:
                 self.store_down = True
@@ -122,6 +131,9 @@ class RecoveryPipeline:
         return th.request_tokens, headroom, used > th.near_window * window
 
     def _count(self, plan: Plan) -> None:
+        if plan.escalations:
+            action = self.rules.current.escalation.action
+            self.metrics.escalations.labels(action).inc(plan.escalations)
         for category in plan.new_failures:
             self.metrics.failures_seen.labels(category).inc()
         if plan.compaction:
@@ -136,7 +148,6 @@ class RecoveryPipeline:
         if not url:
             return
         for event in events:
-            self.metrics.escalations.labels("webhook").inc()
             task = asyncio.create_task(self._post(url, event))
             self.background.add(task)
             task.add_done_callback(self.background.discard)

@@ -17,10 +17,17 @@ import orjson
 
 from proxy import render
 from proxy.classify import Verdict, classify, target_of
-from proxy.compaction import detect_compaction, frozen_summary, remember_thread
+from proxy.compaction import (
+    detect_compaction,
+    frozen_summary,
+    has_marker,
+    is_cleared,
+    remember_thread,
+    visible_failures,
+)
 from proxy.conversation import Conversation, ToolResult
 from proxy.rules import Rules
-from proxy.state import FailureRecord, SessionState
+from proxy.state import Compaction, FailureRecord, SessionState
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 
@@ -55,6 +62,7 @@ class Plan:
     reject: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     new_failures: list[str] = field(default_factory=list)  # categories, for metrics
+    escalations: int = 0
     compaction: list[str] = field(default_factory=list)  # signals, when one was detected
 
     @property
@@ -82,20 +90,24 @@ def observe(
     """Update `state` from `conv` and return the plan for this request."""
     plan = Plan()
     thread = conv.thread
-    signals = detect_compaction(state, conv, rules)
+    visible = visible_failures(state, conv, rules)
+    marker = has_marker(conv, rules)
+    signals = detect_compaction(state, conv, visible, marker)
     new = [r for r in conv.results if r.call_id not in state.seen]
     if new:
         state.turn += 1
     if signals:
         plan.compaction = signals
-        state.compactions.append(_compaction(now, state.turn, signals))
-        state.summary = frozen_summary(state, conv, rules, budget.count)
+        state.compactions.append(Compaction(time=now, turn=state.turn, signals=signals))
+        state.summary = frozen_summary(state, visible, rules, budget.count)
     cache = verdicts if verdicts is not None else {}
     for result in new:
         state.seen[result.call_id] = True
         if result.call_id not in cache:
             cache[result.call_id] = classify(rules, result.tool, result.text, result.is_error)
         verdict = cache[result.call_id]
+        if verdict.error and not is_cleared(result, rules):
+            visible.add(result.call_id)
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan)
         if text and not any(marker in result.text for marker in MARKERS):
             state.annotations[result.call_id] = text
@@ -108,16 +120,10 @@ def observe(
     if last and last.index == conv.message_count - 1 and last.call_id in state.blocked:
         plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
     plan.summary = state.summary
-    remember_thread(state, conv, rules)
+    remember_thread(state, conv, visible, marker)
     state.updated = now
     state.trim()
     return plan
-
-
-def _compaction(now: float, turn: int, signals: list[str]) -> Any:
-    from proxy.state import Compaction
-
-    return Compaction(time=now, turn=turn, signals=signals)
 
 
 def _annotate(
@@ -237,6 +243,7 @@ def _escalate(
 ) -> None:
     action = rules.escalation.action
     reason = "; ".join(reasons)
+    plan.escalations += 1
     if action == "block":
         state.blocked[result.call_id] = reason
     elif action == "webhook":

@@ -374,3 +374,27 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
     for previous, current in zip(agent.forwarded, agent.forwarded[1:], strict=False):
         before = previous["messages"]
         assert current["messages"][: len(before)] == before
+
+
+async def test_tracker_bug_fails_open_without_counting_a_store_outage(client, monkeypatch) -> None:
+    import proxy.tracker
+
+    def broken(*args, **kwargs):
+        raise KeyError("classifier bug")
+
+    monkeypatch.setattr(proxy.tracker, "classify", broken)
+    agent = ScriptedAgent(client)
+    response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
+    assert response.status_code == 200
+    assert agent.forwarded[-1]["messages"] == agent.messages  # the original, unchanged
+    metrics = (await client.get("/metrics")).text
+    assert "recovery_proxy_rewrite_failures_total 1.0" in metrics
+    assert "recovery_proxy_store_outages_total 0.0" in metrics
+
+
+async def test_escalations_are_counted_by_action(client) -> None:
+    agent = ScriptedAgent(client)
+    for i in range(5):
+        await agent.call("bash", {"command": f"make step{i}"}, "make: *** [all] Error 2")
+    metrics = (await client.get("/metrics")).text
+    assert 'recovery_proxy_escalations_total{action="annotate"} 1.0' in metrics
