@@ -24,8 +24,8 @@ class Settings(BaseSettings):
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(600.0, gt=0, description="wait for response headers")
     stream_chunk_timeout: float = Field(300.0, gt=0, description="max gap between stream chunks")
-    max_connections: int = Field(200, gt=0)
-    max_keepalive_connections: int = Field(50, ge=0)
+    max_connections: int = Field(200, gt=0, description="upstream connection pool size")
+    keepalive_timeout: float = Field(30.0, gt=0, description="idle upstream connections close")
 
     session_salt: str = Field("recovery-proxy", description="salt for credential hashes")
     session_ttl_seconds: int = Field(24 * 3600, gt=0)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import orjson
-from starlette.responses import Response
+
+# The `type` OpenAI's API would give each status the proxy answers with itself.
+OPENAI_TYPES = {
+    400: "invalid_request_error",
+    409: "recovery_escalation",
+    413: "invalid_request_error",
+    502: "upstream_error",
+    504: "upstream_timeout",
+}
 
 
 def error_body(
@@ -17,18 +23,6 @@ def error_body(
     )
 
 
-def error_response(
-    status: int,
-    message: str,
-    type_: str,
-    code: str | None = None,
-    param: str | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> Response:
-    """An error answered by the proxy itself (never an upstream error, which passes through)."""
-    return Response(
-        error_body(message, type_, code, param),
-        status_code=status,
-        media_type="application/json",
-        headers=dict(headers or {}),
-    )
+def openai_error(status: int, message: str, code: str) -> bytes:
+    """An error the proxy answers itself (upstream errors pass through untouched)."""
+    return error_body(message, OPENAI_TYPES.get(status, "api_error"), code)

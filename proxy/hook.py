@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from starlette.responses import Response
-
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
@@ -20,11 +18,12 @@ class ChatRequest:
 
 @dataclass(slots=True)
 class Rewrite:
-    """What to do with a request: forward `body` (None: the original bytes) or answer `reject`."""
+    """What to do with a request: forward `body` (None: the original bytes), or refuse it
+    with `reject` (a 409 in the wire format's error shape carrying this message)."""
 
     body: bytes | None = None
     injected: int = 0
-    reject: Response | None = None
+    reject: str | None = None
 
 
 UNCHANGED = Rewrite()

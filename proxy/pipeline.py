@@ -13,7 +13,6 @@ import orjson
 from proxy import tokens
 from proxy.classify import Verdict
 from proxy.config import Settings
-from proxy.errors import error_response
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite
 from proxy.metrics import Metrics
 from proxy.rules import Rules
@@ -78,16 +77,7 @@ class RecoveryPipeline:
         if plan.events:
             self._send_events(plan.events, rules)
         if plan.reject is not None:
-            message = rules.templates["blocked"].format(reason=plan.reject)
-            return Rewrite(
-                reject=error_response(
-                    409,
-                    message,
-                    "recovery_escalation",
-                    "recovery_escalation",
-                    headers={"x-should-retry": "false"},
-                )
-            )
+            return Rewrite(reject=rules.templates["blocked"].format(reason=plan.reject))
         if not plan.appends and not plan.summary:
             return UNCHANGED
         payload = openai_chat.splice(

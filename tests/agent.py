@@ -1,5 +1,5 @@
 """A scripted agent for tests: builds an OpenAI chat conversation turn by turn, sends it
-through the real app, and keeps what the (respx-mocked) provider received."""
+through the real app, and keeps what the (mock) provider received."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 import orjson
-import respx
 
 from tests.conftest import UPSTREAM
+from tests.upstream import upstream_mock
 
 _ids = itertools.count(1)
 
@@ -58,7 +58,7 @@ class ScriptedAgent:
         return call_id
 
     async def send(self) -> httpx.Response:
-        with respx.mock(assert_all_called=False) as mock:
+        with upstream_mock(assert_all_called=False) as mock:
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(
                 return_value=httpx.Response(
                     200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]}

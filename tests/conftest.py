@@ -1,4 +1,4 @@
-"""Shared fixtures: the real app over ASGI, respx for the provider, loopback servers."""
+"""Shared fixtures: the real app over ASGI, a real mock provider on loopback."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx
 import pytest
 
+from proxy import tokens
 from proxy.app import RewriterFactory, create_app
 from proxy.config import Settings
+from tests.upstream import ROOT
 
-UPSTREAM = "http://127.0.0.1:18999/v1"
+UPSTREAM = f"{ROOT}/v1"
+tokens.warm_up()  # exact token counts from the first request: budgets are deterministic
 
 
 def make_settings(**overrides: Any) -> Settings:
@@ -31,7 +34,7 @@ async def proxy_client(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client talking to the real app (lifespan run) over ASGI."""
     app = create_app(settings or make_settings(), rewriter_factory)
-    async with app.router.lifespan_context(app):
+    async with app.lifespan():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy.local") as client:
             client.app = app  # type: ignore[attr-defined]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 import orjson
-import respx
 from httpx import Response
 
 from proxy.config import Settings
 from proxy.hook import ChatRequest, Rewrite, Rewriter
 from proxy.metrics import Metrics
 from tests.conftest import UPSTREAM, make_settings, proxy_client
+from tests.upstream import upstream_mock
 
 
 def assert_openai_error(body: dict, type_: str) -> None:
@@ -28,7 +28,7 @@ async def test_healthz_ready(client) -> None:
 
 
 async def test_malformed_json_is_a_clear_400(client) -> None:
-    with respx.mock(assert_all_called=False) as mock:
+    with upstream_mock(assert_all_called=False) as mock:
         route = mock.post(f"{UPSTREAM}/chat/completions")
         response = await client.post(
             "/v1/chat/completions",
@@ -60,7 +60,7 @@ async def test_body_over_limit_is_413() -> None:
 
 async def test_unknown_json_fields_are_forwarded_for_the_provider_to_judge(client) -> None:
     body = b'{"model": 42, "messages": "not-a-list", "x_vendor_flag": {"a": [1, 2.50]}}'
-    with respx.mock() as mock:
+    with upstream_mock() as mock:
         route = mock.post(f"{UPSTREAM}/chat/completions").mock(
             return_value=Response(
                 400,
@@ -97,7 +97,7 @@ async def test_rewrite_hook_failure_forwards_original_bytes(chat_body, caplog) -
     seen, factory = raising_factory()
     raw = orjson.dumps(chat_body())
     async with proxy_client(rewriter_factory=factory) as client:
-        with respx.mock() as mock:
+        with upstream_mock() as mock:
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(
                 return_value=Response(200, json={"id": "chatcmpl-1", "choices": []})
             )
@@ -121,7 +121,7 @@ async def test_rewrite_hook_can_replace_body_and_reports_injected(chat_body) -> 
         return rewrite
 
     async with proxy_client(rewriter_factory=factory) as client:
-        with respx.mock() as mock:
+        with upstream_mock() as mock:
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(
                 return_value=Response(200, json={"choices": []})
             )

@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-import respx
 
 from proxy.rules import default_rules_dir
 from tests.agent import ScriptedAgent
-from tests.conftest import make_settings, proxy_client
+from tests.conftest import UPSTREAM, make_settings, proxy_client
+from tests.upstream import ROOT, upstream_mock
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 REFUSED = "connect ECONNREFUSED 127.0.0.1:5432"
@@ -129,7 +129,7 @@ async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
 
 
 async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> None:
-    hook = "http://127.0.0.1:18998/events"
+    hook = f"{ROOT}/events"
     rules = local_rules(
         tmp_path,
         {
@@ -140,9 +140,9 @@ async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> 
     )
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
-        with respx.mock(assert_all_called=False) as mock:
+        with upstream_mock(assert_all_called=False) as mock:
             events = mock.post(hook).mock(return_value=httpx.Response(204))
-            upstream = mock.post("http://127.0.0.1:18999/v1/chat/completions").mock(
+            upstream = mock.post(f"{UPSTREAM}/chat/completions").mock(
                 return_value=httpx.Response(200, json={"choices": []})
             )
             for command in ("make", "make all"):
@@ -153,7 +153,7 @@ async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> 
                     headers=agent.headers,
                 )
                 assert response.status_code == 200
-            pipeline = client.app.state.rewriter  # type: ignore[attr-defined]
+            pipeline = client.app.rewriter  # type: ignore[attr-defined]
             for task in list(pipeline.background):
                 await task
         assert upstream.call_count == 2

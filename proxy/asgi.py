@@ -1,0 +1,107 @@
+"""Raw ASGI helpers for the hot path: read a bounded body, answer an error, watch for hang-ups.
+
+The proxied routes are plain ASGI handlers, not FastAPI endpoints: request objects,
+dependency injection and response classes cost more than the whole rewrite (issue 9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class BodyTooLarge(Exception):
+    """The request body (or what it decompresses to) is over the limit."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before the request was complete."""
+
+
+async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
+    """The whole request body, refused as soon as it passes `limit` bytes."""
+    if declared is not None and declared > limit:
+        raise BodyTooLarge
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise ClientGone
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body"):
+        if len(body) > limit:
+            raise BodyTooLarge
+        return body
+    parts, size = [body], len(body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        parts.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def stream_body(receive: Receive, done: asyncio.Event) -> Any:
+    """The request body as an async iterator (passthrough uploads); sets `done` at its end."""
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            if chunk:
+                yield chunk
+            if not message.get("more_body"):
+                return
+    finally:
+        done.set()
+
+
+def decode_body(body: bytes, encoding: str | None, limit: int) -> bytes | None:
+    """The JSON bytes of a possibly compressed body, decompressed at most to `limit` bytes
+    (a gzip bomb is refused, never expanded); None for an encoding we cannot read."""
+    if not encoding or encoding == "identity":
+        return body
+    if encoding not in ("gzip", "deflate", "x-gzip"):
+        return None
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)
+    try:
+        plain = inflater.decompress(body, limit + 1)
+    except zlib.error:
+        return None
+    if len(plain) > limit or inflater.unconsumed_tail:
+        raise BodyTooLarge
+    return plain
+
+
+async def send_error(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer with a JSON error body the proxy made itself."""
+    out = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": out + (headers or [])})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def until_disconnect(
+    receive: Receive, task: asyncio.Task[Any], body_read: asyncio.Event | None, flag: list[bool]
+) -> None:
+    """Cancel `task` when the client hangs up (after its body was read); `flag[0]` says so."""
+    if body_read is not None:
+        await body_read.wait()
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    flag[0] = True
+    task.cancel()
