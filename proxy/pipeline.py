@@ -11,17 +11,18 @@ import httpx
 import orjson
 
 from proxy import tokens
-from proxy.classify import Verdict
 from proxy.config import Settings
+from proxy.core.classify import Verdict
+from proxy.core.plan import Budget, Plan
+from proxy.core.state import SessionState
+from proxy.core.tracker import observe
 from proxy.errors import error_response
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite
 from proxy.metrics import Metrics
 from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
 from proxy.session import session_key
-from proxy.state import SessionState
 from proxy.store import Store
-from proxy.tracker import Budget, Plan, observe
 from proxy.wire import openai_chat
 
 log = logging.getLogger("recovery_proxy")

@@ -324,16 +324,16 @@ async def test_block_token_cap_trims_older_attempts_and_hints(tmp_path) -> None:
 
 
 async def test_results_are_classified_once(client, monkeypatch) -> None:
-    import proxy.tracker
+    import proxy.core.tracker
 
     calls: list[str] = []
-    real = proxy.tracker.classify
+    real = proxy.core.tracker.classify
 
     def counting(rules, tool, text, is_error=None):
         calls.append(text)
         return real(rules, tool, text, is_error)
 
-    monkeypatch.setattr(proxy.tracker, "classify", counting)
+    monkeypatch.setattr(proxy.core.tracker, "classify", counting)
     agent = ScriptedAgent(client)
     for i in range(5):
         await agent.call("read_file", {"path": f"f{i}.py"}, f"content {i}")
@@ -377,12 +377,12 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
 
 
 async def test_tracker_bug_fails_open_without_counting_a_store_outage(client, monkeypatch) -> None:
-    import proxy.tracker
+    import proxy.core.tracker
 
     def broken(*args, **kwargs):
         raise KeyError("classifier bug")
 
-    monkeypatch.setattr(proxy.tracker, "classify", broken)
+    monkeypatch.setattr(proxy.core.tracker, "classify", broken)
     agent = ScriptedAgent(client)
     response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
     assert response.status_code == 200

@@ -7,10 +7,9 @@ Tool results are `role: "tool"` messages (`tool_call_id`), or, for frameworks li
 from __future__ import annotations
 
 import ast
-import hashlib
 from typing import Any
 
-from proxy.conversation import Conversation, ToolCall, ToolResult, text_of
+from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 
 SMOL_PREFIX = "Call id: "
 SMOL_ERROR = "\nError:\n"
@@ -73,8 +72,7 @@ def _smol_error_segments(text: str, index: int) -> list[ToolResult]:
         )
         body = text[body_start:end].rstrip("\n")
         call = _smol_error_call(body, f"smol-{index}-{start}")
-        offset = body_start + len(body)
-        results.append(ToolResult(call.id, body, index, call, offset=offset))
+        results.append(ToolResult(call.id, body, (index, body_start + len(body)), call))
         start = text.find(SMOL_ERROR, end) if end < len(text) else -1
     return results
 
@@ -99,8 +97,11 @@ def _smol_error_call(body: str, call_id: str) -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+def _tool_call(raw: Any) -> ToolCall:
+    """A ToolCall from an OpenAI `tool_calls[]` entry (read on first use, not at parse)."""
+    fn = raw.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    return ToolCall(str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments"))
 
 
 def parse(payload: dict[str, Any]) -> Conversation | None:
@@ -109,8 +110,9 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     if not isinstance(messages, list):
         return None
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
-    conv = Conversation(model=model, system="", first_user="", message_count=len(messages))
+    conv = Conversation(model=model, system="", first_user="", length=len(messages))
     calls: dict[str, Any] = {}  # call id -> raw OpenAI tool call (or a ToolCall); built lazily
+    last_result_at = -1
     last_function_call: ToolCall | None = None
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -132,8 +134,11 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
             conv.results.append(
-                ToolResult(call_id, message.get("content"), index, calls.get(call_id))
+                ToolResult(
+                    call_id, message.get("content"), index, calls.get(call_id), None, _tool_call
+                )
             )
+            last_result_at = index
         elif role == "function" and last_function_call is not None:
             conv.results.append(
                 ToolResult(
@@ -144,6 +149,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 )
             )
             last_function_call = None
+            last_result_at = index
         elif role in SYSTEM_ROLES:
             text = text_of(message.get("content"))
             conv.system = conv.system or text
@@ -151,16 +157,21 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         elif role == "user":
             text = text_of(message.get("content"))
             conv.texts.append(text)
-            conv.user_anchors.append((index, _digest(text)))
+            conv.user_anchors.append((index, digest(text)))
             conv.first_user = conv.first_user or text
             call_id = _smol_result_id(text)
             if call_id:
-                conv.results.append(ToolResult(call_id, text, index, calls.get(call_id)))
+                raw_call = calls.get(call_id)
+                conv.results.append(ToolResult(call_id, text, index, raw_call, None, _tool_call))
+                last_result_at = index
             elif SMOL_ERROR in text or text.startswith(SMOL_ERROR[1:]):
-                conv.results += _smol_error_segments(text, index)
+                segments = _smol_error_segments(text, index)
+                conv.results += segments
+                last_result_at = index if segments else last_result_at
     last = messages[-1] if messages else None
-    conv.last_role = str(last.get("role", "")) if isinstance(last, dict) else ""
-    conv.thread = _digest(conv.system + "\0" + conv.first_user)
+    conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"
+    conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1
+    conv.fingerprint()
     return conv
 
 

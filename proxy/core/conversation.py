@@ -1,11 +1,19 @@
-"""The neutral view of a request: tool calls, tool results, system text. No wire details."""
+"""The neutral view of a request: tool calls, tool results, system text. No wire details.
+
+Wire adapters build these objects; the core reads them. A result's `position` is opaque to
+the core: the adapter hands it in and gets it back, as a key of `Plan.appends`.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+Position = Hashable  # where a result sits in the request; only its adapter can read it
 
 
 class ToolCall:
@@ -33,28 +41,33 @@ class ToolCall:
         return self._arguments
 
 
+CallReader = Callable[[Any], "ToolCall | None"]
+
+
 class ToolResult:
     """What a tool returned, where it sits in the request, and the call it answers.
-    `text` is extracted from the raw content on first use: most results in a long
+
+    `text` is extracted from the raw content on first use, and the call may be handed in raw
+    with the adapter's `read_call` to build it on first use: most results in a long
     conversation were judged on an earlier turn and are never read again."""
 
-    __slots__ = ("_call", "_text", "call_id", "content", "index", "is_error", "offset")
+    __slots__ = ("_call", "_read_call", "_text", "call_id", "content", "is_error", "position")
 
     def __init__(
         self,
         call_id: str,
         content: Any,
-        index: int,
-        call: ToolCall | dict[str, Any] | None = None,  # a raw OpenAI tool call is read lazily
+        position: Position,
+        call: Any = None,  # a ToolCall, or a raw call that `read_call` turns into one
         is_error: bool | None = None,  # an explicit wire flag; None: judge the text
-        offset: int | None = None,  # inside a longer text (smolagents): where its block goes
+        read_call: CallReader | None = None,
     ) -> None:
         self.call_id = call_id
         self.content = content
-        self.index = index
+        self.position = position
         self._call = call
+        self._read_call = read_call
         self.is_error = is_error
-        self.offset = offset
         self._text: str | None = None
 
     @property
@@ -66,11 +79,8 @@ class ToolResult:
     @property
     def call(self) -> ToolCall | None:
         raw = self._call
-        if isinstance(raw, dict):
-            fn = raw.get("function")
-            fn = fn if isinstance(fn, dict) else {}
-            raw = ToolCall(str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments"))
-            self._call = raw
+        if raw is not None and not isinstance(raw, ToolCall):
+            raw = self._call = self._read_call(raw) if self._read_call else None
         return raw
 
     @property
@@ -80,7 +90,7 @@ class ToolResult:
 
 
 def text_of(content: Any) -> str:
-    """The text of a message content: a string, or the text parts of a list."""
+    """The text of a content: a string, or the `text` of each part of a list."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -92,16 +102,30 @@ def text_of(content: Any) -> str:
     return ""
 
 
+def digest(text: str) -> str:
+    """A short stable digest (thread fingerprints, user-message anchors)."""
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
 @dataclass(slots=True)
 class Conversation:
-    """Everything the core needs to know about one request."""
+    """Everything the core needs to know about one request.
+
+    The history fields describe the items as sent, in the adapter's own units (messages,
+    input items): the core only compares them between requests of one thread."""
 
     model: str
-    system: str
+    system: str  # without volatile parts (a per-request billing line is not system text)
     first_user: str
     results: list[ToolResult] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # system and user texts (marker scan)
-    message_count: int = 0
-    last_role: str = ""
-    user_anchors: list[tuple[int, str]] = field(default_factory=list)  # (index, digest)
+    length: int = 0  # items in the history as sent
+    user_anchors: list[tuple[int, str]] = field(default_factory=list)  # (item number, digest)
+    ends_with_user: bool = False  # the last item is a user message (an edit or a re-send)
+    ends_with_result: bool = False  # the newest tool result is the last item
+    partial: bool = False  # the server holds earlier turns: absent items prove nothing
     thread: str = ""  # digest of system prompt + first user message
+
+    def fingerprint(self) -> None:
+        """Set `thread` from the system text and the first user message."""
+        self.thread = digest(self.system + "\0" + self.first_user)
