@@ -19,6 +19,7 @@ from proxy.errors import error_response
 from proxy.forward import Upstream, new_client, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from proxy.metrics import Metrics
+from proxy.wire import DEFAULT
 
 log = logging.getLogger("recovery_proxy")
 
@@ -93,13 +94,14 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
     async def chat_completions(request: Request) -> Response:
         started = time.perf_counter()
         metrics.requests.labels("chat").inc()
+        wire = DEFAULT
         try:
             body = await read_body(request, settings.max_body_bytes)
         except BodyTooLarge:
             return error_response(
+                wire,
                 413,
                 f"Request body is over the proxy's limit of {settings.max_body_bytes} bytes.",
-                "invalid_request_error",
                 "request_too_large",
             )
         rewrite = UNCHANGED
@@ -110,19 +112,19 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
                 payload = orjson.loads(plain)
             except orjson.JSONDecodeError as exc:
                 return error_response(
+                    wire,
                     400,
                     f"We could not parse the JSON body of your request: {exc}",
-                    "invalid_request_error",
                     "invalid_json",
                 )
             if not isinstance(payload, dict):
                 return error_response(
+                    wire,
                     400,
                     f"The request body must be a JSON object, got {type(payload).__name__}.",
-                    "invalid_request_error",
                     "invalid_body",
                 )
-            rewrite = await _safe_rewrite(app, ChatRequest(plain, payload, request.headers))
+            rewrite = await _safe_rewrite(app, ChatRequest(plain, payload, request.headers, wire))
             if rewrite.reject is not None:
                 return rewrite.reject
         new_body = rewrite.body
@@ -135,6 +137,7 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
             body if new_body is None else new_body,
             extra,
             started,
+            wire,
         )
 
     @app.api_route(

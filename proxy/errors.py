@@ -1,33 +1,26 @@
-"""OpenAI-shaped error bodies: `{"error": {"message", "type", "param", "code"}}`."""
+"""Errors the proxy answers itself (never an upstream error, which passes through), in the
+shape of the request's wire format."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-import orjson
 from starlette.responses import Response
 
-
-def error_body(
-    message: str, type_: str, code: str | None = None, param: str | None = None
-) -> bytes:
-    """Serialise one error the way OpenAI's API does."""
-    return orjson.dumps(
-        {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    )
+from proxy.wire import WireFormat
 
 
 def error_response(
+    wire: WireFormat,
     status: int,
     message: str,
-    type_: str,
-    code: str | None = None,
-    param: str | None = None,
+    kind: str,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
-    """An error answered by the proxy itself (never an upstream error, which passes through)."""
+    """`kind` names the error (`invalid_json`, `upstream_timeout`, ...); the format decides
+    how it shows (OpenAI's `code`, Anthropic's `error.type`)."""
     return Response(
-        error_body(message, type_, code, param),
+        wire.error_body(status, message, kind),
         status_code=status,
         media_type="application/json",
         headers=dict(headers or {}),

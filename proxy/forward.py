@@ -12,8 +12,9 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from proxy.config import Settings
-from proxy.errors import error_body, error_response
+from proxy.errors import error_response
 from proxy.metrics import Metrics
+from proxy.wire import DEFAULT, WireFormat
 
 log = logging.getLogger("recovery_proxy")
 
@@ -103,8 +104,9 @@ class Upstream:
         content: bytes | AsyncIterator[bytes],
         extra_headers: Mapping[str, str],
         started: float,
+        wire: WireFormat = DEFAULT,
     ) -> Response:
-        """Forward and stream the response back; 502/504 OpenAI errors when upstream fails."""
+        """Forward and stream the response back; 502/504 errors in the shape of `wire`."""
         request = self.client.build_request(
             method, self.url(path, query), headers=headers, content=content
         )
@@ -115,17 +117,12 @@ class Upstream:
             self.metrics.upstream_errors.labels("timeout").inc()
             log.warning("upstream timeout: %s %s (%s)", method, path, type(exc).__name__)
             return error_response(
-                504,
-                f"Upstream timed out: {type(exc).__name__}",
-                "upstream_timeout",
-                "upstream_timeout",
+                wire, 504, f"Upstream timed out: {type(exc).__name__}", "upstream_timeout"
             )
         except httpx.HTTPError as exc:
             self.metrics.upstream_errors.labels("unreachable").inc()
             log.warning("upstream unreachable: %s %s (%s)", method, path, exc)
-            return error_response(
-                502, f"Upstream unreachable: {exc}", "upstream_error", "upstream_unreachable"
-            )
+            return error_response(wire, 502, f"Upstream unreachable: {exc}", "upstream_unreachable")
         headers_out = response_headers(response.headers)
         headers_out.update(extra_headers)
         headers_out["x-recovery-proxy-overhead-ms"] = f"{overhead * 1000:.3f}"
@@ -133,13 +130,15 @@ class Upstream:
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
         plain = not response.headers.get("content-encoding")
         return StreamingResponse(
-            self._relay(response, sse and plain),
+            self._relay(response, sse and plain, wire),
             status_code=response.status_code,
             headers=headers_out,
             background=BackgroundTask(response.aclose),
         )
 
-    async def _relay(self, response: httpx.Response, sse: bool) -> AsyncIterator[bytes]:
+    async def _relay(
+        self, response: httpx.Response, sse: bool, wire: WireFormat
+    ) -> AsyncIterator[bytes]:
         """Yield raw chunks as they arrive; a stalled stream ends with an SSE error event."""
         chunks = response.aiter_raw()
         try:
@@ -157,6 +156,6 @@ class Upstream:
                 message = f"Upstream stream {kind}: no data for {self.chunk_timeout:g}s"
                 if kind == "broken":
                     message = f"Upstream stream broken: {type(exc).__name__}"
-                yield b"data: " + error_body(message, "upstream_error", f"stream_{kind}") + b"\n\n"
+                yield wire.stream_error(message, f"stream_{kind}")
         finally:
             await response.aclose()

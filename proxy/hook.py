@@ -8,14 +8,17 @@ from typing import Any, Protocol
 
 from starlette.responses import Response
 
+from proxy.wire import DEFAULT, WireFormat
+
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """One chat request as the client sent it."""
+    """One request to a rewritten route, as the client sent it, and the format it speaks."""
 
     body: bytes
     payload: dict[str, Any]
     headers: Mapping[str, str]
+    wire: WireFormat = DEFAULT
 
 
 @dataclass(slots=True)

@@ -23,7 +23,6 @@ from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
 from proxy.session import session_key
 from proxy.store import Store
-from proxy.wire import openai_chat
 
 log = logging.getLogger("recovery_proxy")
 
@@ -53,7 +52,8 @@ class RecoveryPipeline:
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
         rules = self.rules.current
-        conv = openai_chat.parse(request.payload)
+        wire = request.wire
+        conv = wire.parse(request.payload)
         if conv is None:
             return UNCHANGED
         key = session_key(
@@ -62,6 +62,7 @@ class RecoveryPipeline:
             rules.sessions,
             conv.thread,
             self.settings.session_salt,
+            wire.session_hint(request.headers, request.payload),
         )
         budget_numbers = self._budget_numbers(request, conv.model, rules)
         now = time.time()
@@ -80,24 +81,13 @@ class RecoveryPipeline:
             self._send_events(plan.events, rules)
         if plan.reject is not None:
             message = rules.templates["blocked"].format(reason=plan.reject)
-            return Rewrite(
-                reject=error_response(
-                    409,
-                    message,
-                    "recovery_escalation",
-                    "recovery_escalation",
-                    headers={"x-should-retry": "false"},
-                )
+            reject = error_response(
+                wire, 409, message, "recovery_escalation", headers={"x-should-retry": "false"}
             )
+            return Rewrite(reject=reject)
         if not plan.appends and not plan.summary:
             return UNCHANGED
-        payload = openai_chat.splice(
-            request.payload,
-            plan.appends,
-            plan.summary,
-            rules.placement.mode,
-            rules.placement.message_role,
-        )
+        payload = wire.splice(request.payload, plan, rules.placement)
         return Rewrite(body=orjson.dumps(payload), injected=plan.injected)
 
     async def _update(self, key: str, apply: Any) -> Plan:
@@ -127,7 +117,7 @@ class RecoveryPipeline:
         used = len(request.body) // tokens.CHARS_PER_TOKEN
         near = th.near_window * window
         if 0.8 * near < used < 1.25 * near:  # close to the line: count exactly (slow on big bodies)
-            used = tokens.count_messages(request.payload.get("messages") or [], model)
+            used = request.wire.count_tokens(request.payload, model)
         headroom = max(0, window - used)
         return th.request_tokens, headroom, used > th.near_window * window
 

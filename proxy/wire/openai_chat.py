@@ -9,7 +9,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from proxy import tokens
 from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
+from proxy.core.plan import Plan
+from proxy.rules import Placement
+from proxy.wire.base import WireFormat
+from proxy.wire.openai_errors import chat_stream_error, error_body
 
 SMOL_PREFIX = "Call id: "
 SMOL_ERROR = "\nError:\n"
@@ -202,26 +207,22 @@ def _insert(message: dict[str, Any], offset: int, text: str) -> None:
         _append(message, text)
 
 
-def splice(
-    payload: dict[str, Any],
-    appends: dict[Any, str],
-    summary: str,
-    mode: str = "append",
-    message_role: str = "user",
-) -> dict[str, Any]:
-    """A copy of `payload` with the plan applied; messages not touched are shared, not copied."""
+def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[str, Any]:
+    """A copy of `payload` with the plan applied; messages not touched are shared, not copied.
+    Positions are message indexes, or (index, offset) inside a smolagents text."""
     messages: list[Any] = list(payload["messages"])
-    inline = {key: text for key, text in appends.items() if isinstance(key, tuple)}
-    appends = {key: text for key, text in appends.items() if not isinstance(key, tuple)}
+    inline = {key: text for key, text in plan.appends.items() if isinstance(key, tuple)}
+    appends = {key: text for key, text in plan.appends.items() if not isinstance(key, tuple)}
     for (index, offset), text in sorted(inline.items(), reverse=True):
         messages[index] = dict(messages[index])
         _insert(messages[index], offset, text)
-    if mode == "append":
+    if placement.mode == "append":
         for index, text in appends.items():
             messages[index] = dict(messages[index])
             _append(messages[index], text)
     else:
-        messages = _insert_after_batches(messages, appends, message_role)
+        messages = _insert_after_batches(messages, appends, placement.message_role)
+    summary = plan.summary
     if summary:
         for i, message in enumerate(messages):
             if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES:
@@ -247,3 +248,22 @@ def _insert_after_batches(messages: list[Any], appends: dict[int, str], role: st
             out.append({"role": role, "content": "\n\n".join(pending)})
             pending = []
     return out
+
+
+def count_tokens(payload: dict[str, Any], model: str) -> int:
+    """Prompt tokens of the message list."""
+    messages = payload.get("messages")
+    return tokens.count_messages(messages if isinstance(messages, list) else [], model)
+
+
+FORMAT = WireFormat(
+    name="openai_chat",
+    paths=("/v1/chat/completions",),
+    upstream="upstream",
+    upstream_prefix="/v1",
+    parse=parse,
+    splice=splice,
+    error_body=error_body,
+    stream_error=chat_stream_error,
+    count_tokens=count_tokens,
+)

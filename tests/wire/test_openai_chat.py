@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from proxy.wire.openai_chat import parse, splice
+from typing import Any
+
+from proxy.core.plan import Plan
+from proxy.rules import Placement
+from proxy.wire import openai_chat
+from proxy.wire.openai_chat import parse
+
+APPEND = Placement(mode="append")
+
+
+def splice(payload: dict[str, Any], appends: dict[Any, str], summary: str) -> dict[str, Any]:
+    return openai_chat.splice(payload, Plan(appends=appends, summary=summary), APPEND)
 
 SMOL_TASK = "New task:\nChange the port.\n"
 SMOL_ERROR = (
