@@ -42,16 +42,27 @@ class ToolCall:
 
 
 CallReader = Callable[[Any], "ToolCall | None"]
+TextReader = Callable[[Any], str]
 
 
 class ToolResult:
     """What a tool returned, where it sits in the request, and the call it answers.
 
-    `text` is extracted from the raw content on first use, and the call may be handed in raw
-    with the adapter's `read_call` to build it on first use: most results in a long
-    conversation were judged on an earlier turn and are never read again."""
+    `text` is extracted from the raw content on first use (by the adapter's `read_text`, else
+    `text_of`), and the call may be handed in raw with the adapter's `read_call` to build it
+    on first use: most results in a long conversation were judged on an earlier turn and are
+    never read again."""
 
-    __slots__ = ("_call", "_read_call", "_text", "call_id", "content", "is_error", "position")
+    __slots__ = (
+        "_call",
+        "_read_call",
+        "_read_text",
+        "_text",
+        "call_id",
+        "content",
+        "is_error",
+        "position",
+    )
 
     def __init__(
         self,
@@ -61,19 +72,21 @@ class ToolResult:
         call: Any = None,  # a ToolCall, or a raw call that `read_call` turns into one
         is_error: bool | None = None,  # an explicit wire flag; None: judge the text
         read_call: CallReader | None = None,
+        read_text: TextReader | None = None,
     ) -> None:
         self.call_id = call_id
         self.content = content
         self.position = position
         self._call = call
         self._read_call = read_call
+        self._read_text = read_text
         self.is_error = is_error
         self._text: str | None = None
 
     @property
     def text(self) -> str:
         if self._text is None:
-            self._text = text_of(self.content)
+            self._text = (self._read_text or text_of)(self.content)
         return self._text
 
     @property

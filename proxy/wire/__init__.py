@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.wire import openai_chat
+from proxy.wire import anthropic_messages, openai_chat, openai_responses
 from proxy.wire.base import WireFormat
 
-FORMATS: list[WireFormat] = [openai_chat.FORMAT]
+FORMATS: list[WireFormat] = [openai_chat.FORMAT, openai_responses.FORMAT, anthropic_messages.FORMAT]
 DEFAULT = openai_chat.FORMAT
 
 

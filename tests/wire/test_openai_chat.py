@@ -15,6 +15,7 @@ APPEND = Placement(mode="append")
 def splice(payload: dict[str, Any], appends: dict[Any, str], summary: str) -> dict[str, Any]:
     return openai_chat.splice(payload, Plan(appends=appends, summary=summary), APPEND)
 
+
 SMOL_TASK = "New task:\nChange the port.\n"
 SMOL_ERROR = (
     "Error:\nError executing tool 'read_file' with arguments {'path': 'src/config.ts'}: "
