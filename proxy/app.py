@@ -19,7 +19,7 @@ from proxy.errors import error_response
 from proxy.forward import Upstream, new_client, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from proxy.metrics import Metrics
-from proxy.wire import DEFAULT
+from proxy.wire import FORMATS, WireFormat, for_passthrough
 
 log = logging.getLogger("recovery_proxy")
 
@@ -69,7 +69,10 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
             stack.push_async_callback(client.aclose)
             factory = rewriter_factory or _default_rewriter
             app.state.rewriter = await factory(settings, metrics, stack)
-            app.state.upstream = Upstream(settings, client, metrics)
+            app.state.upstreams = {
+                wire.upstream: Upstream(settings, client, metrics, getattr(settings, wire.upstream))
+                for wire in FORMATS
+            }
             app.state.ready = True
             log.info("recovery-proxy ready, upstream %s", settings.upstream)
             yield
@@ -90,11 +93,21 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Response:
+    def rewritten(wire: WireFormat, path: str) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of one rewritten route of a wire format."""
+
+        async def handler(request: Request) -> Response:
+            return await rewrite_and_send(request, wire, path)
+
+        return handler
+
+    for wire in FORMATS:
+        for path in wire.paths:
+            app.add_api_route(path, rewritten(wire, path), methods=["POST"])
+
+    async def rewrite_and_send(request: Request, wire: WireFormat, path: str) -> Response:
         started = time.perf_counter()
-        metrics.requests.labels("chat").inc()
-        wire = DEFAULT
+        metrics.requests.labels(wire.name).inc()
         try:
             body = await read_body(request, settings.max_body_bytes)
         except BodyTooLarge:
@@ -129,9 +142,9 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
                 return rewrite.reject
         new_body = rewrite.body
         extra = {"x-recovery-proxy-injected": str(rewrite.injected)}
-        return await app.state.upstream.send(
+        return await app.state.upstreams[wire.upstream].send(
             "POST",
-            "/chat/completions",
+            wire.upstream_path(path),
             request.url.query,
             upstream_headers(request.headers, body_changed=new_body is not None),
             body if new_body is None else new_body,
@@ -147,14 +160,16 @@ def create_app(settings: Settings, rewriter_factory: RewriterFactory | None = No
         started = time.perf_counter()
         metrics.requests.labels("passthrough").inc()
         has_body = "content-length" in request.headers or "transfer-encoding" in request.headers
-        return await app.state.upstream.send(
+        wire = for_passthrough(f"/v1/{path}", request.headers)
+        return await app.state.upstreams[wire.upstream].send(
             request.method,
-            f"/{path}",
+            wire.upstream_path(f"/v1/{path}"),
             request.url.query,
             upstream_headers(request.headers, body_changed=False),
             request.stream() if has_body else b"",
             {},
             started,
+            wire,
         )
 
     return app

@@ -85,8 +85,14 @@ def response_headers(headers: httpx.Headers) -> dict[str, str]:
 class Upstream:
     """Sends one request upstream and relays the answer without parsing it."""
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient, metrics: Metrics) -> None:
-        self.base = settings.upstream
+    def __init__(
+        self,
+        settings: Settings,
+        client: httpx.AsyncClient,
+        metrics: Metrics,
+        base: str | None = None,
+    ) -> None:
+        self.base = base or settings.upstream
         self.chunk_timeout = settings.stream_chunk_timeout
         self.client = client
         self.metrics = metrics
