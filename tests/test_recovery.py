@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import httpx
 import orjson
 import pytest
 import respx
 
-from proxy.rules import default_rules_dir
 from tests.agent import ScriptedAgent
-from tests.conftest import make_settings, proxy_client
+from tests.conftest import local_rules, make_settings, proxy_client
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 REFUSED = "connect ECONNREFUSED 127.0.0.1:5432"
-
-
-def local_rules(tmp_path: Path, edit: dict[str, str]) -> Path:
-    """A copy of the bundled rules with text replacements applied to 30-recovery.yaml."""
-    target = tmp_path / "rules"
-    shutil.copytree(default_rules_dir(), target)
-    recovery = target / "30-recovery.yaml"
-    text = recovery.read_text()
-    for old, new in edit.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    recovery.write_text(text)
-    return target
 
 
 async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client) -> None:

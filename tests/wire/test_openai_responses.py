@@ -10,6 +10,8 @@ from proxy.core.classify import classify
 from proxy.core.plan import Plan
 from proxy.rules import Placement, default_rules_dir, load_rules
 from proxy.wire.openai_responses import parse, splice
+from tests.conftest import local_rules, make_settings, proxy_client
+from tests.wire.agents import CODEX_INSTRUCTIONS, ResponsesAgent, user_item
 
 RULES = load_rules(default_rules_dir())
 APPEND = Placement(mode="append")
@@ -206,3 +208,159 @@ def test_summary_without_instructions_becomes_the_instructions() -> None:
 
 def test_requests_without_an_item_list_are_not_parsed() -> None:
     assert parse({"model": "gpt-4.1", "input": "Write a haiku about invoices."}) is None
+
+
+# ---- over HTTP: the real app, a respx provider ---------------------------------------------
+
+ENOENT = "Exit code: 1\nWall time: 0.1 seconds\nOutput:\ncat: src/billing/rounding.py: No such file or directory"
+PYTEST_FAILED = (
+    "Exit code: 1\nWall time: 2.4 seconds\nOutput:\n"
+    "FAILED tests/test_invoice.py::test_total - assert 10.0 == 10.5\n1 failed, 11 passed in 0.31s"
+)
+CAT = {"command": ["bash", "-lc", "cat src/billing/rounding.py"], "path": "src/billing/rounding.py"}
+
+
+def extends(previous: bytes, current: bytes) -> bool:
+    """Request N+1 keeps request N's items byte for byte, instructions too."""
+    before, after = orjson.loads(previous), orjson.loads(current)
+    n = len(before["input"])
+    return before["instructions"] == after["instructions"] and [
+        orjson.dumps(item) for item in after["input"][:n]
+    ] == [orjson.dumps(item) for item in before["input"]]
+
+
+async def test_block_after_a_failure_and_the_second_lists_the_first(client) -> None:
+    agent = ResponsesAgent(client)
+    response = await agent.call("shell", CAT, ENOENT)
+    assert response.status_code == 200
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    first = agent.last_output
+    assert first.startswith(ENOENT + "\n\n[Error Recovery Context]\n")
+    assert 'Operation: shell("src/billing/rounding.py")' in first
+    assert "Previous attempts (this session):\n  none" in first
+    await agent.call("read_file", {"path": "src/billing/rounding.py"}, ENOENT)
+    second = agent.last_output
+    assert '  1. shell("src/billing/rounding.py") -> not_found' in second
+    assert agent.last["input"][2]["output"] == first  # re-applied byte for byte
+
+
+async def test_repeats_end_in_stop(client) -> None:
+    agent = ResponsesAgent(client)
+    for i in range(3):
+        await agent.call("shell", CAT, ENOENT)
+        if i < 2:
+            await agent.call("shell", {"command": ["bash", "-lc", f"ls src/{i}"]}, "invoice.py")
+    assert "STOP: occurrence #3 of the same not_found failure" in agent.last_output
+
+
+async def test_escalation_block_is_a_409_in_openai_shape(tmp_path) -> None:
+    rules = local_rules(
+        tmp_path,
+        {
+            "consecutive_failures: 5 ": "consecutive_failures: 2 ",
+            "action: annotate ": "action: block ",
+        },
+    )
+    async with proxy_client(make_settings(rules=rules)) as client:
+        agent = ResponsesAgent(client)
+        assert (
+            await agent.call("shell", {"command": ["pytest", "-q"]}, PYTEST_FAILED)
+        ).status_code == 200
+        blocked = await agent.call("shell", {"command": ["pytest", "-x"]}, PYTEST_FAILED)
+    assert blocked.status_code == 409 and blocked.headers["x-should-retry"] == "false"
+    error = blocked.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == error["code"] == "recovery_escalation"
+    assert "2 consecutive tool calls have failed" in error["message"]
+    assert len(agent.forwarded) == 1
+
+
+async def test_nothing_to_add_is_forwarded_byte_for_byte(client) -> None:
+    agent = ResponsesAgent(client)
+    await agent.call("shell", {"command": ["bash", "-lc", "ls src/billing"]}, "invoice.py\ntax.py")
+    assert agent.responses[-1].headers["x-recovery-proxy-injected"] == "0"
+    assert agent.forwarded[-1] == agent.sent[-1]
+
+
+async def test_every_request_extends_the_previous_one(client) -> None:
+    agent = ResponsesAgent(client)
+    script = [
+        ("shell", CAT, ENOENT),
+        ("shell", {"command": ["bash", "-lc", "ls src/billing"]}, "invoice.py\ntax.py"),
+        ("shell", {"command": ["pytest", "-q"]}, PYTEST_FAILED),
+        ("read_file", {"path": "src/billing/invoice.py"}, "def total(self): ..."),
+        ("shell", CAT, ENOENT),
+    ]
+    for _ in range(3):
+        for name, arguments, output in script:
+            assert (await agent.call(name, arguments, output)).status_code == 200
+    for previous, current in zip(agent.forwarded, agent.forwarded[1:], strict=False):
+        assert extends(previous, current)
+
+
+async def test_compaction_summary_goes_into_instructions(client) -> None:
+    agent = ResponsesAgent(client)
+    await agent.call("shell", CAT, ENOENT)
+    await agent.call("shell", {"command": ["pytest", "-q"]}, PYTEST_FAILED)
+    agent.input = [
+        agent.input[0],
+        user_item(
+            "Another language model started to solve this problem and produced a summary of its "
+            "thinking process.\nSummary: the rounding helper is missing."
+        ),
+    ]
+    await agent.send()
+    instructions = agent.last["instructions"]
+    assert instructions.startswith(CODEX_INSTRUCTIONS + "\n\n## Recent failures")
+    assert 'shell("src/billing/rounding.py")' in instructions
+    await agent.call("shell", {"command": ["bash", "-lc", "ls src"]}, "billing\nmain.py")
+    assert agent.last["instructions"] == instructions  # frozen until the next compaction
+
+
+async def test_previous_response_id_chain_is_annotated_without_a_compaction(client) -> None:
+    agent = ResponsesAgent(client, chain=True, headers={"session-id": "agents-run-7"})
+    await agent.send()  # the first turn: only the task
+    await agent.call(
+        "read_file",
+        {"path": "src/billing/rounding.py"},
+        "An error occurred while running the tool. Please try again.",
+    )
+    first = agent.last_output
+    assert 'Operation: read_file("src/billing/rounding.py")' in first
+    assert [item["type"] for item in agent.last["input"]] == [
+        "function_call",
+        "function_call_output",
+    ]
+    await agent.call(
+        "read_file",
+        {"path": "src/billing/rounding.py"},
+        "An error occurred while running the tool. Please try again.",
+    )
+    assert '  1. read_file("src/billing/rounding.py")' in agent.last_output
+    assert agent.last["instructions"] == CODEX_INSTRUCTIONS  # no summary: nothing was compacted
+    metrics = (await client.get("/metrics")).text
+    assert "recovery_proxy_compactions_total 0.0" in metrics
+
+
+async def test_explicit_flags_decide_over_http(client) -> None:
+    agent = ResponsesAgent(client)
+    agent.input.append(
+        {
+            "type": "shell_call_output",
+            "call_id": "call_sh_ok",
+            "output": [
+                {
+                    "stdout": "grep: error handling in src/billing/errors.py\n",
+                    "stderr": "",
+                    "outcome": {"type": "exit", "exit_code": 0},
+                }
+            ],
+        }
+    )
+    await agent.send()
+    assert agent.forwarded[-1] == agent.sent[-1]
+    agent.input.append(
+        {"type": "apply_patch_call_output", "call_id": "call_ap1", "status": "failed"}
+    )
+    await agent.send()
+    assert agent.last_output.startswith("[Error Recovery Context]\nOperation: unknown_tool_call()")
