@@ -66,36 +66,42 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     calls[str(block.get("id", ""))] = block
         elif role == "user":
-            texts: list[str] = []
-            for j, block in enumerate(content if isinstance(content, list) else [content]):
-                if isinstance(block, str):
-                    texts.append(block)
-                elif not isinstance(block, dict):
-                    continue
-                elif block.get("type") == "tool_result":
-                    conv.results.append(_result(block, (i, j), calls))
-                    last_result_at = i
-                elif isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-            text = "\n".join(texts)
-            conv.texts.append(text)
-            if last_result_at != i:  # a turn the user typed, not a batch of tool results
-                conv.user_anchors.append((i, digest(text)))
-                conv.first_user = conv.first_user or text
+            if isinstance(content, str):
+                texts = [content]
+            else:
+                texts = []
+                for j, block in enumerate(content if isinstance(content, list) else ()):
+                    if not isinstance(block, dict):
+                        continue
+                    kind = block.get("type")
+                    if kind == "tool_result":
+                        call_id = str(block.get("tool_use_id", ""))
+                        flag = block.get("is_error")
+                        conv.results.append(
+                            ToolResult(
+                                call_id,
+                                block.get("content"),
+                                (i, j),
+                                calls.get(call_id),
+                                flag if isinstance(flag, bool) else None,
+                                _tool_call,
+                            )
+                        )
+                        last_result_at = i
+                    elif kind == "text" and isinstance(block.get("text"), str):
+                        texts.append(block["text"])
+            if texts:
+                text = "\n".join(texts)
+                conv.texts.append(text)
+                if last_result_at != i:  # a turn the user typed, not a batch of tool results
+                    conv.user_anchors.append((i, digest(text)))
+                    conv.first_user = conv.first_user or text
     last = messages[-1] if messages else None
     conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1
     conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"
     conv.ends_with_user = conv.ends_with_user and not conv.ends_with_result
     conv.fingerprint()
     return conv
-
-
-def _result(block: dict[str, Any], position: tuple[int, int], calls: dict[str, Any]) -> ToolResult:
-    """A `tool_result` block; `is_error` (when it is a boolean) is the explicit flag."""
-    call_id = str(block.get("tool_use_id", ""))
-    flag = block.get("is_error")
-    flag = flag if isinstance(flag, bool) else None
-    return ToolResult(call_id, block.get("content"), position, calls.get(call_id), flag, _tool_call)
 
 
 def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
