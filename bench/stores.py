@@ -178,7 +178,7 @@ async def template_state(records: int) -> bytes:
 
 
 async def memory_footprint(sessions: int, records: int) -> None:
-    from proxy.state import SessionState
+    from proxy.core.state import SessionState
     from proxy.store import MemoryStore
 
     template = await template_state(records)

@@ -12,7 +12,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -32,23 +31,14 @@ from proxy.asgi import (
     until_disconnect,
 )
 from proxy.config import Settings
-from proxy.errors import openai_error
-from proxy.forward import ErrorBody, HeaderError, Upstream, new_session, upstream_headers
+from proxy.forward import HeaderError, Upstream, new_session, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from proxy.metrics import Metrics
+from proxy.wire import FORMATS, WireFormat, for_passthrough
 
 log = logging.getLogger("recovery_proxy")
 
 RewriterFactory = Callable[[Settings, Metrics, AsyncExitStack], Awaitable[Rewriter]]
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """A rewritten route: which upstream path it goes to, and its wire's error shape."""
-
-    name: str
-    upstream_path: str
-    error_body: ErrorBody
 
 
 class RecoveryProxy:
@@ -61,10 +51,9 @@ class RecoveryProxy:
         self.rewriter: Rewriter | None = None
         self.upstream: Upstream | None = None
         self.ready = False
-        self.routes = {"/v1/chat/completions": Route("chat", "/chat/completions", openai_error)}
-        self._requests = {
-            name: self.metrics.requests.labels(name) for name in ("chat", "passthrough")
-        }
+        self.routes = {path: wire for wire in FORMATS for path in wire.paths}
+        names = [wire.name for wire in FORMATS] + ["passthrough"]
+        self._requests = {name: self.metrics.requests.labels(name) for name in names}
         self.control = _control_app(self)
 
     @asynccontextmanager
@@ -85,23 +74,25 @@ class RecoveryProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
-            route = self.routes.get(path)
-            if route is not None and scope["method"] == "POST":
-                await self._rewritten(scope, receive, send, route)
+            wire = self.routes.get(path)
+            if wire is not None and scope["method"] == "POST":
+                await self._rewritten(scope, receive, send, wire)
                 return
             if path.startswith("/v1/"):
                 await self._passthrough(scope, receive, send)
                 return
         await self.control(scope, receive, send)
 
-    async def _rewritten(self, scope: Scope, receive: Receive, send: Send, route: Route) -> None:
+    async def _rewritten(
+        self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
+    ) -> None:
         """Read the body, run the fail-open rewrite, forward the result."""
         started = time.perf_counter()
-        self._requests[route.name].inc()
+        self._requests[wire.name].inc()
         limit = self.settings.max_body_bytes
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         declared, encoding = _length_and_encoding(raw_headers)
-        errors = route.error_body
+        errors = wire.error_body
         try:
             body = await read_body(receive, limit, declared)
             plain = decode_body(body, encoding, limit)
@@ -124,7 +115,7 @@ class RecoveryProxy:
                 await send_error(send, 400, errors(400, message, "invalid_body"))
                 return
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
-            rewrite = await self._safe_rewrite(ChatRequest(plain, payload, headers))
+            rewrite = await self._safe_rewrite(ChatRequest(plain, payload, headers, wire))
             if rewrite.reject is not None:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")
                 await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])
@@ -136,8 +127,8 @@ class RecoveryProxy:
             await send_error(send, 400, errors(400, str(exc), "invalid_header"))
             return
         extra = [(b"x-recovery-proxy-injected", str(rewrite.injected).encode())]
-        url = self._url(route.upstream_path, scope)
-        await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, errors)
+        url = self._url(wire, wire.upstream_path(scope["path"]), scope)
+        await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, wire)
 
     async def _passthrough(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Any other `/v1/...` request: relayed as is, body streamed."""
@@ -145,11 +136,13 @@ class RecoveryProxy:
         self._requests["passthrough"].inc()
         raw_path = scope.get("raw_path") or scope["path"].encode()
         path = raw_path.split(b"?", 1)[0].decode("latin-1")
+        raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
+        names = {k.decode("latin-1"): "" for k, _ in raw_headers}
+        wire = for_passthrough(scope["path"], names)
         if _escapes(scope["path"]):
             message = "The request path leaves the API's base path ('..' or '.' segments)."
-            await send_error(send, 400, openai_error(400, message, "invalid_path"))
+            await send_error(send, 400, wire.error_body(400, message, "invalid_path"))
             return
-        raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         has_body = any(k in (b"content-length", b"transfer-encoding") for k, _ in raw_headers)
         body_read: asyncio.Event | None = None
         body: Any = None
@@ -159,9 +152,9 @@ class RecoveryProxy:
         try:
             forward_headers = upstream_headers(raw_headers, False, None)
         except HeaderError as exc:
-            await send_error(send, 400, openai_error(400, str(exc), "invalid_header"))
+            await send_error(send, 400, wire.error_body(400, str(exc), "invalid_header"))
             return
-        url = self._url(path.removeprefix("/v1"), scope)
+        url = self._url(wire, wire.upstream_path(path), scope)
         await self._relay(
             receive,
             send,
@@ -171,13 +164,13 @@ class RecoveryProxy:
             body,
             [],
             started,
-            openai_error,
+            wire,
             body_read,
         )
 
-    def _url(self, path: str, scope: Scope) -> str:
+    def _url(self, wire: WireFormat, path: str, scope: Scope) -> str:
         query: bytes = scope.get("query_string", b"")
-        url = self.settings.upstream + path
+        url = getattr(self.settings, wire.upstream) + path
         return f"{url}?{query.decode('latin-1')}" if query else url
 
     async def _relay(
@@ -190,7 +183,7 @@ class RecoveryProxy:
         body: Any,
         extra: list[tuple[bytes, bytes]],
         started: float,
-        errors: ErrorBody,
+        wire: WireFormat,
         body_read: asyncio.Event | None = None,
     ) -> None:
         """Relay upstream; a client hang-up cancels the upstream exchange at once."""
@@ -200,7 +193,7 @@ class RecoveryProxy:
         gone = [False]
         watcher = asyncio.create_task(until_disconnect(receive, task, body_read, gone))
         try:
-            await self.upstream.relay(send, method, url, headers, body, extra, started, errors)
+            await self.upstream.relay(send, method, url, headers, body, extra, started, wire)
         except asyncio.CancelledError:
             if not gone[0]:
                 raise

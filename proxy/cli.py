@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8787)")
     serve.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
+    serve.add_argument(
+        "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
+    )
     serve.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
     serve.add_argument(
         "--store",
@@ -79,7 +82,7 @@ def serve_settings(args: argparse.Namespace) -> Settings:
 
     overrides = {
         key: value
-        for key in ("host", "port", "upstream", "rules")
+        for key in ("host", "port", "upstream", "anthropic_upstream", "rules")
         if (value := getattr(args, key)) is not None
     }
     return Settings(**overrides, store=store_spec(args.store))

@@ -16,6 +16,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535)
     upstream: str = "https://api.openai.com/v1"
+    anthropic_upstream: str = "https://api.anthropic.com"
     rules: Path | None = Field(None, description="rules directory; default: the bundled rules")
     store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
     redis_prefix: str = "recovery-proxy:"
@@ -35,7 +36,7 @@ class Settings(BaseSettings):
     log_bodies: bool = False
     hot_reload: bool = True
 
-    @field_validator("upstream")
+    @field_validator("upstream", "anthropic_upstream")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):

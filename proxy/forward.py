@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import aiohttp
 from multidict import CIMultiDict
@@ -22,6 +22,7 @@ from yarl import URL
 from proxy.asgi import Send, send_error
 from proxy.config import Settings
 from proxy.metrics import Metrics
+from proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")
 
@@ -45,9 +46,6 @@ HOP_BY_HOP = frozenset(
 RESPONSE_DROP = HOP_BY_HOP - {b"content-length"}
 # aiohttp adds these unless told not to; a transparent proxy sends only what the client sent.
 SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
-
-ErrorBody = Callable[[int, str, str], bytes]
-"""`(status, message, code) -> body` in the wire format's own error shape."""
 
 
 class HeaderError(ValueError):
@@ -126,7 +124,7 @@ class Upstream:
         body: bytes | AsyncIterator[bytes],
         extra_headers: list[tuple[bytes, bytes]],
         started: float,
-        error_body: ErrorBody,
+        wire: WireFormat,
     ) -> None:
         """Forward and stream the response back; 502/504 in the wire's error shape when the
         upstream fails before answering, an SSE error event when a stream breaks."""
@@ -145,13 +143,13 @@ class Upstream:
             self.metrics.upstream_errors.labels("timeout").inc()
             log.warning("upstream timeout: %s %s", method, url)
             message = f"Upstream sent no response headers within {self.read_timeout:g}s."
-            await send_error(send, 504, error_body(504, message, "upstream_timeout"))
+            await send_error(send, 504, wire.error_body(504, message, "upstream_timeout"))
             return
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             self.metrics.upstream_errors.labels("unreachable").inc()
             log.warning("upstream unreachable: %s %s (%s)", method, url, exc)
             message = f"Upstream unreachable: {type(exc).__name__}: {exc}"
-            await send_error(send, 502, error_body(502, message, "upstream_unreachable"))
+            await send_error(send, 502, wire.error_body(502, message, "upstream_unreachable"))
             return
         try:
             self.metrics.overhead.observe(overhead)
@@ -164,7 +162,7 @@ class Upstream:
             sse = response.content_type == "text/event-stream" and not response.headers.get(
                 "content-encoding"
             )
-            await self._body(send, response, sse, error_body)
+            await self._body(send, response, sse, wire)
         finally:
             if response.content.at_eof():
                 response.release()
@@ -172,7 +170,7 @@ class Upstream:
                 response.close()  # not read to the end: the connection cannot be reused
 
     async def _body(
-        self, send: Send, response: aiohttp.ClientResponse, sse: bool, error_body: ErrorBody
+        self, send: Send, response: aiohttp.ClientResponse, sse: bool, wire: WireFormat
     ) -> None:
         """Relay raw chunks as they arrive; a stalled or broken stream ends the body (with an
         SSE error event for event streams)."""
@@ -195,6 +193,6 @@ class Upstream:
                 message = f"Upstream stream {kind}: no data for {self.chunk_timeout:g}s"
                 if kind == "broken":
                     message = f"Upstream stream broken: {type(exc).__name__}"
-                event = b"data: " + error_body(502, message, f"stream_{kind}") + b"\n\n"
+                event = wire.stream_error(message, f"stream_{kind}")
                 await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

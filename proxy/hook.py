@@ -6,14 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from proxy.wire import DEFAULT, WireFormat
+
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """One chat request as the client sent it."""
+    """One request to a rewritten route, as the client sent it, and the format it speaks."""
 
     body: bytes
     payload: dict[str, Any]
     headers: Mapping[str, str]
+    wire: WireFormat = DEFAULT
 
 
 @dataclass(slots=True)

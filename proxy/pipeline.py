@@ -11,17 +11,17 @@ import httpx
 import orjson
 
 from proxy import tokens
-from proxy.classify import Verdict
 from proxy.config import Settings
+from proxy.core.classify import Verdict
+from proxy.core.plan import Budget, Plan
+from proxy.core.state import SessionState
+from proxy.core.tracker import observe
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite
 from proxy.metrics import Metrics
 from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
 from proxy.session import session_key
-from proxy.state import SessionState
 from proxy.store import Store
-from proxy.tracker import Budget, Plan, observe
-from proxy.wire import openai_chat
 
 log = logging.getLogger("recovery_proxy")
 
@@ -51,7 +51,8 @@ class RecoveryPipeline:
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
         rules = self.rules.current
-        conv = openai_chat.parse(request.payload)
+        wire = request.wire
+        conv = wire.parse(request.payload)
         if conv is None:
             return UNCHANGED
         key = session_key(
@@ -60,6 +61,7 @@ class RecoveryPipeline:
             rules.sessions,
             conv.thread,
             self.settings.session_salt,
+            wire.session_hint(request.headers, request.payload),
         )
         budget_numbers = self._budget_numbers(request, conv.model, rules)
         now = time.time()
@@ -80,13 +82,7 @@ class RecoveryPipeline:
             return Rewrite(reject=rules.templates["blocked"].format(reason=plan.reject))
         if not plan.appends and not plan.summary:
             return UNCHANGED
-        payload = openai_chat.splice(
-            request.payload,
-            plan.appends,
-            plan.summary,
-            rules.placement.mode,
-            rules.placement.message_role,
-        )
+        payload = wire.splice(request.payload, plan, rules.placement)
         return Rewrite(body=orjson.dumps(payload), injected=plan.injected)
 
     async def _update(self, key: str, apply: Any) -> Plan:
@@ -116,7 +112,7 @@ class RecoveryPipeline:
         used = len(request.body) // tokens.CHARS_PER_TOKEN
         near = th.near_window * window
         if 0.8 * near < used < 1.25 * near:  # close to the line: count exactly (slow on big bodies)
-            used = tokens.count_messages(request.payload.get("messages") or [], model)
+            used = request.wire.count_tokens(request.payload, model)
         headroom = max(0, window - used)
         return th.request_tokens, headroom, used > th.near_window * window
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from proxy.classify import categorise, key_line
+from proxy.core.classify import categorise, key_line
 from proxy.rules import Matcher, PatternRule, Rules, RulesError, load_rules
 
 

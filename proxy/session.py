@@ -29,10 +29,15 @@ def _dotted(payload: Mapping[str, Any], path: str) -> str | None:
 
 
 def session_id(
-    headers: Mapping[str, str], payload: Mapping[str, Any], sessions: Sessions, fingerprint: str
+    headers: Mapping[str, str],
+    payload: Mapping[str, Any],
+    sessions: Sessions,
+    fingerprint: str,
+    hint: str | None = None,
 ) -> str:
-    """The first configured header, then any `x-*-session-id` header, then a body field,
-    then a fingerprint of the system prompt and first user message."""
+    """The first configured header, then any `x-*-session-id` header, then the wire format's
+    own hint (Claude Code's `metadata.user_id`), then a body field, then a fingerprint of the
+    system prompt and first user message."""
     for name in sessions.headers:
         value = headers.get(name)
         if value:
@@ -43,6 +48,8 @@ def session_id(
             lower = name.lower()
             if lower.startswith("x-") and lower.endswith(suffix) and value:
                 return f"h:{value}"
+    if hint:
+        return f"w:{hint}"
     for path in sessions.body_fields:
         value = _dotted(payload, path)
         if value:
@@ -56,8 +63,9 @@ def session_key(
     sessions: Sessions,
     fingerprint: str,
     salt: str,
+    hint: str | None = None,
 ) -> str:
     """`tenant:session`: one tenant can never address another tenant's records."""
-    raw = session_id(headers, payload, sessions, fingerprint)
+    raw = session_id(headers, payload, sessions, fingerprint, hint)
     digest = hashlib.sha256(raw.encode()).hexdigest()[:24]
     return f"{tenant_of(headers, salt)}:{digest}"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -15,15 +17,22 @@ import pytest
 from proxy import tokens
 from proxy.app import RewriterFactory, create_app
 from proxy.config import Settings
+from proxy.rules import default_rules_dir
 from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"
+ANTHROPIC_UPSTREAM = ROOT
 tokens.warm_up()  # exact token counts from the first request: budgets are deterministic
 
 
 def make_settings(**overrides: Any) -> Settings:
     """Settings for a test: loopback upstream, memory store, no hot reload."""
-    values: dict[str, Any] = {"upstream": UPSTREAM, "store": "memory", "hot_reload": False}
+    values: dict[str, Any] = {
+        "upstream": UPSTREAM,
+        "anthropic_upstream": ANTHROPIC_UPSTREAM,
+        "store": "memory",
+        "hot_reload": False,
+    }
     values.update(overrides)
     return Settings(**values)
 
@@ -92,3 +101,16 @@ def chat_body() -> Callable[..., dict[str, Any]]:
         return body
 
     return build
+
+
+def local_rules(tmp_path: Path, edit: dict[str, str]) -> Path:
+    """A copy of the bundled rules with text replacements applied to 30-recovery.yaml."""
+    target = tmp_path / "rules"
+    shutil.copytree(default_rules_dir(), target)
+    recovery = target / "30-recovery.yaml"
+    text = recovery.read_text()
+    for old, new in edit.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    recovery.write_text(text)
+    return target

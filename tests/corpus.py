@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from proxy.classify import classify
+from proxy.core.classify import classify
 from proxy.rules import Rules
 
 CORPUS = Path(__file__).parent / "data" / "tool_results.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.classify import classify, scan_window, target_of
+from proxy.core.classify import classify, scan_window, target_of
 from proxy.rules import load_rules
 
 

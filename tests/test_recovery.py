@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import httpx
 import orjson
 import pytest
 
-from proxy.rules import default_rules_dir
 from tests.agent import ScriptedAgent
-from tests.conftest import UPSTREAM, make_settings, proxy_client
+from tests.conftest import UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import ROOT, upstream_mock
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 REFUSED = "connect ECONNREFUSED 127.0.0.1:5432"
-
-
-def local_rules(tmp_path: Path, edit: dict[str, str]) -> Path:
-    """A copy of the bundled rules with text replacements applied to 30-recovery.yaml."""
-    target = tmp_path / "rules"
-    shutil.copytree(default_rules_dir(), target)
-    recovery = target / "30-recovery.yaml"
-    text = recovery.read_text()
-    for old, new in edit.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    recovery.write_text(text)
-    return target
 
 
 async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client) -> None:
@@ -324,16 +307,16 @@ async def test_block_token_cap_trims_older_attempts_and_hints(tmp_path) -> None:
 
 
 async def test_results_are_classified_once(client, monkeypatch) -> None:
-    import proxy.tracker
+    import proxy.core.tracker
 
     calls: list[str] = []
-    real = proxy.tracker.classify
+    real = proxy.core.tracker.classify
 
     def counting(rules, tool, text, is_error=None):
         calls.append(text)
         return real(rules, tool, text, is_error)
 
-    monkeypatch.setattr(proxy.tracker, "classify", counting)
+    monkeypatch.setattr(proxy.core.tracker, "classify", counting)
     agent = ScriptedAgent(client)
     for i in range(5):
         await agent.call("read_file", {"path": f"f{i}.py"}, f"content {i}")
@@ -377,12 +360,12 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
 
 
 async def test_tracker_bug_fails_open_without_counting_a_store_outage(client, monkeypatch) -> None:
-    import proxy.tracker
+    import proxy.core.tracker
 
     def broken(*args, **kwargs):
         raise KeyError("classifier bug")
 
-    monkeypatch.setattr(proxy.tracker, "classify", broken)
+    monkeypatch.setattr(proxy.core.tracker, "classify", broken)
     agent = ScriptedAgent(client)
     response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
     assert response.status_code == 200

@@ -74,7 +74,7 @@ def test_rules_check_reports_failing_examples(rules_dir: Path, capsys) -> None:
 
 
 def test_local_rules_extend_the_defaults(rules_dir: Path) -> None:
-    from proxy.classify import classify
+    from proxy.core.classify import classify
 
     text = "DEPLOY-7 rollout aborted by policy"
     assert not classify(load_rules(rules_dir), "deploy", text).error

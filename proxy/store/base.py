@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from proxy.state import SessionState
+from proxy.core.state import SessionState
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar
 
-from proxy.state import SessionState
+from proxy.core.state import SessionState
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, TimeoutError, WatchError
 
-from proxy.state import SessionState
+from proxy.core.state import SessionState
 from proxy.store.base import StoreUnavailable
 
 T = TypeVar("T")

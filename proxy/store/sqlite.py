@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from proxy.state import SessionState
+from proxy.core.state import SessionState
 
 T = TypeVar("T")
 

@@ -7,10 +7,14 @@ Tool results are `role: "tool"` messages (`tool_call_id`), or, for frameworks li
 from __future__ import annotations
 
 import ast
-import hashlib
 from typing import Any
 
-from proxy.conversation import Conversation, ToolCall, ToolResult, text_of
+from proxy import tokens
+from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
+from proxy.core.plan import Plan
+from proxy.rules import Placement
+from proxy.wire.base import WireFormat
+from proxy.wire.openai_errors import chat_stream_error, error_body
 
 SMOL_PREFIX = "Call id: "
 SMOL_ERROR = "\nError:\n"
@@ -73,8 +77,7 @@ def _smol_error_segments(text: str, index: int) -> list[ToolResult]:
         )
         body = text[body_start:end].rstrip("\n")
         call = _smol_error_call(body, f"smol-{index}-{start}")
-        offset = body_start + len(body)
-        results.append(ToolResult(call.id, body, index, call, offset=offset))
+        results.append(ToolResult(call.id, body, (index, body_start + len(body)), call))
         start = text.find(SMOL_ERROR, end) if end < len(text) else -1
     return results
 
@@ -99,8 +102,11 @@ def _smol_error_call(body: str, call_id: str) -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+def _tool_call(raw: Any) -> ToolCall:
+    """A ToolCall from an OpenAI `tool_calls[]` entry (read on first use, not at parse)."""
+    fn = raw.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    return ToolCall(str(raw.get("id", "")), str(fn.get("name", "")), fn.get("arguments"))
 
 
 def parse(payload: dict[str, Any]) -> Conversation | None:
@@ -109,8 +115,9 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     if not isinstance(messages, list):
         return None
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
-    conv = Conversation(model=model, system="", first_user="", message_count=len(messages))
+    conv = Conversation(model=model, system="", first_user="", length=len(messages))
     calls: dict[str, Any] = {}  # call id -> raw OpenAI tool call (or a ToolCall); built lazily
+    last_result_at = -1
     last_function_call: ToolCall | None = None
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -132,8 +139,11 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
             conv.results.append(
-                ToolResult(call_id, message.get("content"), index, calls.get(call_id))
+                ToolResult(
+                    call_id, message.get("content"), index, calls.get(call_id), None, _tool_call
+                )
             )
+            last_result_at = index
         elif role == "function" and last_function_call is not None:
             conv.results.append(
                 ToolResult(
@@ -144,6 +154,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 )
             )
             last_function_call = None
+            last_result_at = index
         elif role in SYSTEM_ROLES:
             text = text_of(message.get("content"))
             conv.system = conv.system or text
@@ -151,16 +162,21 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         elif role == "user":
             text = text_of(message.get("content"))
             conv.texts.append(text)
-            conv.user_anchors.append((index, _digest(text)))
+            conv.user_anchors.append((index, digest(text)))
             conv.first_user = conv.first_user or text
             call_id = _smol_result_id(text)
             if call_id:
-                conv.results.append(ToolResult(call_id, text, index, calls.get(call_id)))
+                raw_call = calls.get(call_id)
+                conv.results.append(ToolResult(call_id, text, index, raw_call, None, _tool_call))
+                last_result_at = index
             elif SMOL_ERROR in text or text.startswith(SMOL_ERROR[1:]):
-                conv.results += _smol_error_segments(text, index)
+                segments = _smol_error_segments(text, index)
+                conv.results += segments
+                last_result_at = index if segments else last_result_at
     last = messages[-1] if messages else None
-    conv.last_role = str(last.get("role", "")) if isinstance(last, dict) else ""
-    conv.thread = _digest(conv.system + "\0" + conv.first_user)
+    conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"
+    conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1
+    conv.fingerprint()
     return conv
 
 
@@ -191,26 +207,22 @@ def _insert(message: dict[str, Any], offset: int, text: str) -> None:
         _append(message, text)
 
 
-def splice(
-    payload: dict[str, Any],
-    appends: dict[Any, str],
-    summary: str,
-    mode: str = "append",
-    message_role: str = "user",
-) -> dict[str, Any]:
-    """A copy of `payload` with the plan applied; messages not touched are shared, not copied."""
+def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[str, Any]:
+    """A copy of `payload` with the plan applied; messages not touched are shared, not copied.
+    Positions are message indexes, or (index, offset) inside a smolagents text."""
     messages: list[Any] = list(payload["messages"])
-    inline = {key: text for key, text in appends.items() if isinstance(key, tuple)}
-    appends = {key: text for key, text in appends.items() if not isinstance(key, tuple)}
+    inline = {key: text for key, text in plan.appends.items() if isinstance(key, tuple)}
+    appends = {key: text for key, text in plan.appends.items() if not isinstance(key, tuple)}
     for (index, offset), text in sorted(inline.items(), reverse=True):
         messages[index] = dict(messages[index])
         _insert(messages[index], offset, text)
-    if mode == "append":
+    if placement.mode == "append":
         for index, text in appends.items():
             messages[index] = dict(messages[index])
             _append(messages[index], text)
     else:
-        messages = _insert_after_batches(messages, appends, message_role)
+        messages = _insert_after_batches(messages, appends, placement.message_role)
+    summary = plan.summary
     if summary:
         for i, message in enumerate(messages):
             if isinstance(message, dict) and message.get("role") in SYSTEM_ROLES:
@@ -236,3 +248,22 @@ def _insert_after_batches(messages: list[Any], appends: dict[int, str], role: st
             out.append({"role": role, "content": "\n\n".join(pending)})
             pending = []
     return out
+
+
+def count_tokens(payload: dict[str, Any], model: str) -> int:
+    """Prompt tokens of the message list."""
+    messages = payload.get("messages")
+    return tokens.count_messages(messages if isinstance(messages, list) else [], model)
+
+
+FORMAT = WireFormat(
+    name="openai_chat",
+    paths=("/v1/chat/completions",),
+    upstream="upstream",
+    upstream_prefix="/v1",
+    parse=parse,
+    splice=splice,
+    error_body=error_body,
+    stream_error=chat_stream_error,
+    count_tokens=count_tokens,
+)

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from proxy.cli import build_parser, main, serve_settings
 from proxy.config import Settings
-from proxy.state import FailureRecord, SessionState
+from proxy.core.state import FailureRecord, SessionState
 from proxy.store import MemoryStore, RedisStore, SqliteStore, Store, StoreUnavailable, open_store
 from tests.store.conftest import ROOT, clean_env
 

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from proxy.wire.openai_chat import parse, splice
+from typing import Any
+
+from proxy.core.plan import Plan
+from proxy.rules import Placement
+from proxy.wire import openai_chat
+from proxy.wire.openai_chat import parse
+
+APPEND = Placement(mode="append")
+
+
+def splice(payload: dict[str, Any], appends: dict[Any, str], summary: str) -> dict[str, Any]:
+    return openai_chat.splice(payload, Plan(appends=appends, summary=summary), APPEND)
+
 
 SMOL_TASK = "New task:\nChange the port.\n"
 SMOL_ERROR = (
@@ -40,7 +52,7 @@ def test_tool_role_results_and_content_parts() -> None:
     )
     assert conv is not None and conv.system == "Be careful."
     [result] = conv.results
-    assert (result.call_id, result.tool, result.text, result.index) == (
+    assert (result.call_id, result.tool, result.text, result.position) == (
         "c1",
         "grep",
         "a.py:1: TODO",
@@ -81,10 +93,9 @@ def test_smolagents_error_segments_in_user_text_get_inline_blocks() -> None:
     first, second = conv.results
     assert first.tool == second.tool == "read_file"
     assert first.call and first.call.arguments == {"path": "src/config.ts"}
-    assert (
-        first.call_id != second.call_id and first.offset is not None and second.offset is not None
-    )
-    out = splice(payload, {(1, first.offset): "[B1]", (1, second.offset): "[B2]"}, "")
+    assert first.call_id != second.call_id
+    assert first.position[0] == second.position[0] == 1  # (message, offset in its text)
+    out = splice(payload, {first.position: "[B1]", second.position: "[B2]"}, "")
     spliced = out["messages"][1]["content"][0]["text"]
     assert spliced.count("[B1]") == 1 and spliced.index("[B1]") < spliced.index("[B2]")
     # Last turn's text (one error + its block) stays a prefix of this turn's.
@@ -94,7 +105,7 @@ def test_smolagents_error_segments_in_user_text_get_inline_blocks() -> None:
     assert earlier is not None
     earlier_out = splice(
         {"messages": [payload["messages"][0], {"role": "user", "content": SMOL_TASK + SMOL_ERROR}]},
-        {(1, earlier.results[0].offset): "[B1]"},
+        {earlier.results[0].position: "[B1]"},
         "",
     )
     assert spliced.startswith(earlier_out["messages"][1]["content"])

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from proxy import render
-from proxy.conversation import Conversation, ToolResult
+from proxy.core import render
+from proxy.core.conversation import Conversation, ToolResult
+from proxy.core.state import FailureRecord, SessionState, ThreadState
 from proxy.rules import Rules
-from proxy.state import FailureRecord, SessionState, ThreadState
 
 MAX_USER_ANCHORS = 64
 
@@ -35,7 +35,7 @@ def has_marker(conv: Conversation, rules: Rules) -> bool:
 
 def is_branch(previous: ThreadState, conv: Conversation) -> bool:
     """The agent edited (or re-sent) its last user message: everything before it is kept."""
-    if conv.last_role != "user" or not conv.user_anchors:
+    if not conv.ends_with_user or not conv.user_anchors:
         return False
     k = conv.user_anchors[-1][0]
     before = dict(previous.anchors)
@@ -49,21 +49,34 @@ def detect_compaction(
     state: SessionState, conv: Conversation, visible: set[str], marker: bool
 ) -> list[str]:
     """The signals that fired for this request (empty: no compaction). `visible`: tracked
-    failures the model can see in it; `marker`: a summary marker appears in it."""
-    signals: list[str] = []
+    failures the model can see in it; `marker`: a summary marker appears in it. A partial
+    history (the server holds earlier turns) is never read as compacted: only a marker counts."""
     previous = state.threads.get(conv.thread)
-    if previous is not None:
-        if not is_branch(previous, conv):
-            if any(cid not in visible for cid in previous.visible):
-                signals.append("vanished")
-            if conv.message_count < previous.length and dict(previous.anchors) != {
-                i: d for i, d in conv.user_anchors if i in dict(previous.anchors)
-            }:
-                signals.append("rewritten")
-    elif state.threads and any(r.call_id in state.seen for r in conv.results):
-        signals.append("continuation")
+    signals = [] if conv.partial else _history_signals(state, conv, previous, visible)
     if marker and (previous is None or not previous.marker):
         signals.append("marker")
+    return signals
+
+
+def _history_signals(
+    state: SessionState, conv: Conversation, previous: ThreadState | None, visible: set[str]
+) -> list[str]:
+    """What the full history shows: failures vanished, earlier part rewritten, or a new thread
+    carrying results from an old one."""
+    if previous is None:
+        if state.threads and any(r.call_id in state.seen for r in conv.results):
+            return ["continuation"]
+        return []
+    if is_branch(previous, conv):
+        return []
+    signals: list[str] = []
+    if any(cid not in visible for cid in previous.visible):
+        signals.append("vanished")
+    anchors = dict(previous.anchors)
+    if conv.length < previous.length and anchors != {
+        i: d for i, d in conv.user_anchors if i in anchors
+    }:
+        signals.append("rewritten")
     return signals
 
 
@@ -71,9 +84,11 @@ def remember_thread(
     state: SessionState, conv: Conversation, visible: set[str], marker: bool
 ) -> None:
     """Keep what this request looked like, for the next one in the same thread."""
+    if conv.partial:
+        return
     state.threads.pop(conv.thread, None)  # re-insert: most recently used last
     state.threads[conv.thread] = ThreadState(
-        length=conv.message_count,
+        length=conv.length,
         anchors=conv.user_anchors[-MAX_USER_ANCHORS:],
         visible=sorted(visible),
         marker=marker,

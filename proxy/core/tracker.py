@@ -9,15 +9,12 @@ re-applied byte for byte afterwards (prompt-cache safety, DESIGN invariant 2).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
-from proxy import render
-from proxy.classify import Verdict, classify, target_of
-from proxy.compaction import (
+from proxy.core import render
+from proxy.core.classify import Verdict, classify, target_of
+from proxy.core.compaction import (
     detect_compaction,
     frozen_summary,
     has_marker,
@@ -25,49 +22,12 @@ from proxy.compaction import (
     remember_thread,
     visible_failures,
 )
-from proxy.conversation import Conversation, ToolResult
+from proxy.core.conversation import Conversation, ToolResult
+from proxy.core.plan import Budget, Plan, fit_block
+from proxy.core.state import Compaction, FailureRecord, SessionState
 from proxy.rules import Rules
-from proxy.state import Compaction, FailureRecord, SessionState
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
-
-
-@dataclass
-class Budget:
-    """Token limits for what one request may gain: per block, per request, and the headroom
-    left in the context window (escalations may pass the request cap, never the window)."""
-
-    count: Callable[[str], int]
-    block_tokens: int
-    remaining: int
-    headroom: int
-    escalations_only: bool = False
-
-    def take(self, text: str, escalation: bool = False) -> bool:
-        cost = self.count(text)
-        if cost > self.headroom or (cost > self.remaining and not escalation):
-            return False
-        self.remaining -= cost
-        self.headroom -= cost
-        return True
-
-
-@dataclass
-class Plan:
-    """What to do with one request."""
-
-    # message index (or (index, offset) inside a text) -> text to add
-    appends: dict[int | tuple[int, int], str] = field(default_factory=dict)
-    summary: str = ""
-    reject: str | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    new_failures: list[str] = field(default_factory=list)  # categories, for metrics
-    escalations: int = 0
-    compaction: list[str] = field(default_factory=list)  # signals, when one was detected
-
-    @property
-    def injected(self) -> int:
-        return len(self.appends) + (1 if self.summary else 0)
 
 
 def call_signature(result: ToolResult, rules: Rules) -> str:
@@ -114,10 +74,9 @@ def observe(
     for result in conv.results:
         text = state.annotations.get(result.call_id)
         if text:
-            key = result.index if result.offset is None else (result.index, result.offset)
-            plan.appends[key] = text
+            plan.appends[result.position] = text
     last = conv.results[-1] if conv.results else None
-    if last and last.index == conv.message_count - 1 and last.call_id in state.blocked:
+    if last and conv.ends_with_result and last.call_id in state.blocked:
         plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
     plan.summary = state.summary
     remember_thread(state, conv, visible, marker)
@@ -170,7 +129,7 @@ def _annotate(
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
     elif record is not None:
-        text = _fit_block(state, record, rules, budget, notices + escalation_texts)
+        text = fit_block(state, record, rules, budget, notices + escalation_texts)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
     else:
@@ -257,59 +216,3 @@ def _escalate(
                 "turn": state.turn,
             }
         )
-
-
-def _fit_block(
-    state: SessionState, record: FailureRecord, rules: Rules, budget: Budget, notices: list[str]
-) -> str:
-    """Render the block, shrinking it (older attempts, then hints) to the per-block cap."""
-    earlier = _earlier(state, record)
-    category = rules.category(record.category) or rules.category("unknown")
-    hints = list(category.hints_for(record.operation)) if category else []
-    systemic = _systemic(state, record, rules)
-    if systemic:
-        return "\n\n".join([systemic, *notices])
-    keep = len(earlier)
-    while True:
-        text = render.block(rules, record, earlier[len(earlier) - keep :], hints, notices)
-        if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
-            return text
-        if keep > 3:
-            keep = 3
-        elif len(hints) > 1:
-            hints.pop()
-        elif keep > 0:
-            keep -= 1
-        else:
-            return text
-
-
-def _earlier(state: SessionState, record: FailureRecord) -> list[FailureRecord]:
-    """Earlier failures on the same target (any operation); without a target, the same
-    operation and category."""
-    others = state.records[:-1]
-    if record.target:
-        return [r for r in others if r.target == record.target]
-    return [
-        r
-        for r in others
-        if not r.target and r.operation == record.operation and r.category == record.category
-    ]
-
-
-def _systemic(state: SessionState, record: FailureRecord, rules: Rules) -> str:
-    """One compact notice when an environment problem hits several operations."""
-    category = rules.category(record.category)
-    if category is None or not category.systemic:
-        return ""
-    recent = state.records[-rules.thresholds.systemic_window :]
-    operations = sorted({r.operation for r in recent if r.category == record.category})
-    if len(operations) < rules.thresholds.systemic_operations:
-        return ""
-    return rules.templates["systemic"].format(
-        operation=render.operation(record.operation, record.target),
-        error=record.error,
-        category=record.category,
-        operations=len(operations),
-        names=", ".join(operations),
-    )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from proxy.core.state import FailureRecord
 from proxy.rules import Rules
-from proxy.state import FailureRecord
 
 
 def operation(tool: str, target: str) -> str:

@@ -1,0 +1,144 @@
+"""The neutral view of a request: tool calls, tool results, system text. No wire details.
+
+Wire adapters build these objects; the core reads them. A result's `position` is opaque to
+the core: the adapter hands it in and gets it back, as a key of `Plan.appends`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+Position = Hashable  # where a result sits in the request; only its adapter can read it
+
+
+class ToolCall:
+    """A call the model made. `arguments` is parsed on first use (most calls in a long
+    conversation were judged on an earlier turn and never need it): a JSON object, else {}."""
+
+    __slots__ = ("_arguments", "id", "name", "raw_arguments")
+
+    def __init__(self, id: str, name: str, raw_arguments: Any) -> None:
+        self.id = id
+        self.name = name
+        self.raw_arguments = raw_arguments
+        self._arguments: dict[str, Any] | None = None
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        if self._arguments is None:
+            raw = self.raw_arguments
+            if isinstance(raw, str):
+                try:
+                    raw = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    raw = None
+            self._arguments = raw if isinstance(raw, dict) else {}
+        return self._arguments
+
+
+CallReader = Callable[[Any], "ToolCall | None"]
+TextReader = Callable[[Any], str]
+
+
+class ToolResult:
+    """What a tool returned, where it sits in the request, and the call it answers.
+
+    `text` is extracted from the raw content on first use (by the adapter's `read_text`, else
+    `text_of`), and the call may be handed in raw with the adapter's `read_call` to build it
+    on first use: most results in a long conversation were judged on an earlier turn and are
+    never read again."""
+
+    __slots__ = (
+        "_call",
+        "_read_call",
+        "_read_text",
+        "_text",
+        "call_id",
+        "content",
+        "is_error",
+        "position",
+    )
+
+    def __init__(
+        self,
+        call_id: str,
+        content: Any,
+        position: Position,
+        call: Any = None,  # a ToolCall, or a raw call that `read_call` turns into one
+        is_error: bool | None = None,  # an explicit wire flag; None: judge the text
+        read_call: CallReader | None = None,
+        read_text: TextReader | None = None,
+    ) -> None:
+        self.call_id = call_id
+        self.content = content
+        self.position = position
+        self._call = call
+        self._read_call = read_call
+        self._read_text = read_text
+        self.is_error = is_error
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = (self._read_text or text_of)(self.content)
+        return self._text
+
+    @property
+    def call(self) -> ToolCall | None:
+        raw = self._call
+        if raw is not None and not isinstance(raw, ToolCall):
+            raw = self._call = self._read_call(raw) if self._read_call else None
+        return raw
+
+    @property
+    def tool(self) -> str:
+        call = self.call
+        return call.name if call else "unknown_tool_call"
+
+
+def text_of(content: Any) -> str:
+    """The text of a content: a string, or the `text` of each part of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def digest(text: str) -> str:
+    """A short stable digest (thread fingerprints, user-message anchors)."""
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+@dataclass(slots=True)
+class Conversation:
+    """Everything the core needs to know about one request.
+
+    The history fields describe the items as sent, in the adapter's own units (messages,
+    input items): the core only compares them between requests of one thread."""
+
+    model: str
+    system: str  # without volatile parts (a per-request billing line is not system text)
+    first_user: str
+    results: list[ToolResult] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # system and user texts (marker scan)
+    length: int = 0  # items in the history as sent
+    user_anchors: list[tuple[int, str]] = field(default_factory=list)  # (item number, digest)
+    ends_with_user: bool = False  # the last item is a user message (an edit or a re-send)
+    ends_with_result: bool = False  # the newest tool result is the last item
+    partial: bool = False  # the server holds earlier turns: absent items prove nothing
+    thread: str = ""  # digest of system prompt + first user message
+
+    def fingerprint(self) -> None:
+        """Set `thread` from the system text and the first user message."""
+        self.thread = digest(self.system + "\0" + self.first_user)

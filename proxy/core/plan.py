@@ -1,0 +1,107 @@
+"""What one request gains: the plan, the token budget it is built within, and the recovery
+block shrunk to fit the per-block cap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.core import render
+from proxy.core.conversation import Position
+from proxy.core.state import FailureRecord, SessionState
+from proxy.rules import Rules
+
+
+@dataclass
+class Budget:
+    """Token limits for what one request may gain: per block, per request, and the headroom
+    left in the context window (escalations may pass the request cap, never the window)."""
+
+    count: Callable[[str], int]
+    block_tokens: int
+    remaining: int
+    headroom: int
+    escalations_only: bool = False
+
+    def take(self, text: str, escalation: bool = False) -> bool:
+        """Spend the tokens of `text` if it fits; False (nothing spent) if it does not."""
+        cost = self.count(text)
+        if cost > self.headroom or (cost > self.remaining and not escalation):
+            return False
+        self.remaining -= cost
+        self.headroom -= cost
+        return True
+
+
+@dataclass
+class Plan:
+    """What to do with one request."""
+
+    appends: dict[Position, str] = field(default_factory=dict)  # result position -> text after it
+    summary: str = ""  # the frozen failure summary, for the system text
+    reject: str | None = None  # answer with this escalation instead of forwarding (`block`)
+    events: list[dict[str, Any]] = field(default_factory=list)  # webhook payloads
+    new_failures: list[str] = field(default_factory=list)  # categories, for metrics
+    escalations: int = 0
+    compaction: list[str] = field(default_factory=list)  # signals, when one was detected
+
+    @property
+    def injected(self) -> int:
+        return len(self.appends) + (1 if self.summary else 0)
+
+
+def fit_block(
+    state: SessionState, record: FailureRecord, rules: Rules, budget: Budget, notices: list[str]
+) -> str:
+    """Render the block, shrinking it (older attempts, then hints) to the per-block cap."""
+    earlier = earlier_attempts(state, record)
+    category = rules.category(record.category) or rules.category("unknown")
+    hints = list(category.hints_for(record.operation)) if category else []
+    systemic = systemic_notice(state, record, rules)
+    if systemic:
+        return "\n\n".join([systemic, *notices])
+    keep = len(earlier)
+    while True:
+        text = render.block(rules, record, earlier[len(earlier) - keep :], hints, notices)
+        if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
+            return text
+        if keep > 3:
+            keep = 3
+        elif len(hints) > 1:
+            hints.pop()
+        elif keep > 0:
+            keep -= 1
+        else:
+            return text
+
+
+def earlier_attempts(state: SessionState, record: FailureRecord) -> list[FailureRecord]:
+    """Earlier failures on the same target (any operation); without a target, the same
+    operation and category."""
+    others = state.records[:-1]
+    if record.target:
+        return [r for r in others if r.target == record.target]
+    return [
+        r
+        for r in others
+        if not r.target and r.operation == record.operation and r.category == record.category
+    ]
+
+
+def systemic_notice(state: SessionState, record: FailureRecord, rules: Rules) -> str:
+    """One compact notice when an environment problem hits several operations."""
+    category = rules.category(record.category)
+    if category is None or not category.systemic:
+        return ""
+    recent = state.records[-rules.thresholds.systemic_window :]
+    operations = sorted({r.operation for r in recent if r.category == record.category})
+    if len(operations) < rules.thresholds.systemic_operations:
+        return ""
+    return rules.templates["systemic"].format(
+        operation=render.operation(record.operation, record.target),
+        error=record.error,
+        category=record.category,
+        operations=len(operations),
+        names=", ".join(operations),
+    )

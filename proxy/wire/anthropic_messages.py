@@ -1,0 +1,198 @@
+"""Anthropic Messages (`POST /v1/messages`, also `?beta=true`): parse into a Conversation;
+splice a plan back in. Positions are `(message index, block index)` of a `tool_result`.
+
+Calls are assistant `tool_use` blocks (`id`, `name`, `input`); results are user `tool_result`
+blocks (`tool_use_id`, `content` a string or blocks, `is_error`). An explicit `is_error`
+decides both ways. `system` is a string or text blocks whose `cache_control` breakpoints are
+never added, moved or dropped. Claude Code's `system[0]` billing line changes on every
+request: it is not system text (it would split every session's fingerprint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
+from proxy.core.plan import Plan
+from proxy.rules import Placement
+from proxy.wire.base import WireFormat, text_tokens
+
+BILLING_LINE = "x-anthropic-billing-header:"
+ERROR_TYPES = {400: "invalid_request_error", 409: "invalid_request_error"}
+ERROR_TYPES |= {413: "request_too_large", 502: "api_error", 504: "timeout_error"}
+
+
+def _tool_call(block: dict[str, Any]) -> ToolCall:
+    """A ToolCall from a `tool_use` block (read on first use, not at parse)."""
+    return ToolCall(str(block.get("id", "")), str(block.get("name", "")), block.get("input"))
+
+
+def _system_text(system: Any) -> str:
+    """The system prompt without Claude Code's per-request billing line."""
+    if isinstance(system, str):
+        return "" if system.startswith(BILLING_LINE) else system
+    if isinstance(system, list):
+        return "\n".join(
+            block["text"]
+            for block in system
+            if isinstance(block, dict)
+            and isinstance(block.get("text"), str)
+            and not block["text"].startswith(BILLING_LINE)
+        )
+    return ""
+
+
+def parse(payload: dict[str, Any]) -> Conversation | None:
+    """The neutral view of a Messages request; None when it has no message list."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return None
+    model = payload.get("model") if isinstance(payload.get("model"), str) else ""
+    system = _system_text(payload.get("system"))
+    conv = Conversation(model, system, "", length=len(messages))
+    if system:
+        conv.texts.append(system)
+    calls: dict[str, Any] = {}  # tool_use id -> raw tool_use block
+    last_result_at = -1
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        if role == "assistant" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls[str(block.get("id", ""))] = block
+        elif role == "user":
+            if isinstance(content, str):
+                texts = [content]
+            else:
+                texts = []
+                for j, block in enumerate(content if isinstance(content, list) else ()):
+                    if not isinstance(block, dict):
+                        continue
+                    kind = block.get("type")
+                    if kind == "tool_result":
+                        call_id = str(block.get("tool_use_id", ""))
+                        flag = block.get("is_error")
+                        conv.results.append(
+                            ToolResult(
+                                call_id,
+                                block.get("content"),
+                                (i, j),
+                                calls.get(call_id),
+                                flag if isinstance(flag, bool) else None,
+                                _tool_call,
+                            )
+                        )
+                        last_result_at = i
+                    elif kind == "text" and isinstance(block.get("text"), str):
+                        texts.append(block["text"])
+            if texts:
+                text = "\n".join(texts)
+                conv.texts.append(text)
+                if last_result_at != i:  # a turn the user typed, not a batch of tool results
+                    conv.user_anchors.append((i, digest(text)))
+                    conv.first_user = conv.first_user or text
+    last = messages[-1] if messages else None
+    conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1
+    conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"
+    conv.ends_with_user = conv.ends_with_user and not conv.ends_with_result
+    conv.fingerprint()
+    return conv
+
+
+def _with_text(block: dict[str, Any], text: str) -> dict[str, Any]:
+    """A copy of a `tool_result` block with `text` after its content (cache_control kept)."""
+    content = block.get("content")
+    if isinstance(content, list):
+        return {**block, "content": [*content, {"type": "text", "text": text}]}
+    if isinstance(content, str) and content:
+        return {**block, "content": content + "\n\n" + text}
+    return {**block, "content": text}
+
+
+def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[str, Any]:
+    """A copy of `payload` with the plan applied; messages not touched are shared. Blocks go
+    inside their tool_result (`append`) or as one text block closing the user message
+    (`message`): tool_result blocks stay first in their message either way."""
+    messages: list[Any] = list(payload["messages"])
+    by_message: dict[int, list[tuple[int, str]]] = {}
+    for (i, j), text in sorted(plan.appends.items()):
+        by_message.setdefault(i, []).append((j, text))
+    for i, blocks in by_message.items():
+        content = list(messages[i]["content"])
+        if placement.mode == "append":
+            for j, text in blocks:
+                content[j] = _with_text(content[j], text)
+        else:
+            content.append({"type": "text", "text": "\n\n".join(text for _, text in blocks)})
+        messages[i] = {**messages[i], "content": content}
+    out = {**payload, "messages": messages}
+    if plan.summary:
+        out["system"] = _with_summary(payload.get("system"), plan.summary)
+    return out
+
+
+def _with_summary(system: Any, summary: str) -> Any:
+    """The system prompt with the summary last: a text block after the client's blocks (their
+    cache_control untouched), or appended to a string."""
+    if isinstance(system, list):
+        return [*system, {"type": "text", "text": summary}]
+    if isinstance(system, str) and system:
+        return system + "\n\n" + summary
+    return summary
+
+
+def error_body(status: int, message: str, kind: str) -> bytes:
+    """Anthropic's error shape: `{"type": "error", "error": {"type", "message"}}`."""
+    type_ = ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+    return orjson.dumps({"type": "error", "error": {"type": type_, "message": message}})
+
+
+def stream_error(message: str, kind: str) -> bytes:
+    """The SSE `error` event Anthropic ends a failed stream with."""
+    type_ = "timeout_error" if kind.endswith("timeout") else "api_error"
+    event = {"type": "error", "error": {"type": type_, "message": message}}
+    return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def session_hint(headers: Mapping[str, str], payload: dict[str, Any]) -> str | None:
+    """Claude Code's session in `metadata.user_id`: `user_<sha>_account_<id>_session_<uuid>`,
+    or (since 2.1.78) a JSON string with `session_id`."""
+    metadata = payload.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    if not isinstance(user_id, str):
+        return None
+    if user_id.startswith("{"):
+        try:
+            data = orjson.loads(user_id)
+        except orjson.JSONDecodeError:
+            return None
+        session = data.get("session_id") if isinstance(data, dict) else None
+        return session if isinstance(session, str) and session else None
+    _, found, session = user_id.rpartition("_session_")
+    return session if found and session else None
+
+
+def count_tokens(payload: dict[str, Any], model: str) -> int:
+    """Prompt tokens of the system prompt and the messages' text."""
+    return text_tokens(payload, ("system", "messages"), model)
+
+
+FORMAT = WireFormat(
+    name="anthropic_messages",
+    paths=("/v1/messages",),
+    upstream="anthropic_upstream",
+    upstream_prefix="",
+    parse=parse,
+    splice=splice,
+    error_body=error_body,
+    stream_error=stream_error,
+    count_tokens=count_tokens,
+    session_hint=session_hint,
+    passthrough_prefixes=("/v1/messages/",),
+    marker_headers=("anthropic-version",),
+)

@@ -1,0 +1,12 @@
+"""Core tests run on the bundled rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.rules import Rules, default_rules_dir, load_rules
+
+
+@pytest.fixture(scope="session")
+def rules() -> Rules:
+    return load_rules(default_rules_dir())

@@ -1,0 +1,61 @@
+"""The token budget: per-request cap, context headroom, escalations-only mode, block cap."""
+
+from __future__ import annotations
+
+from proxy.rules import Rules
+from tests.core.transcript import Transcript, approx_tokens, budget, with_rules
+
+
+def missing(name: str) -> str:
+    return f"Error: ENOENT: no such file or directory, open 'src/{name}.ts'"
+
+
+def test_the_request_cap_lets_through_what_fits_and_keeps_the_rest(rules: Rules) -> None:
+    t = Transcript(rules)
+    for name in ("orders", "refunds", "invoices"):
+        t.add("read_file", {"path": f"src/{name}.ts"}, missing(name))
+    plan = t.send(budget(remaining=150))
+    assert len(plan.appends) == 1  # one block fits in 150 tokens
+
+
+def test_near_the_window_only_escalations_go_out(rules: Rules) -> None:
+    t = Transcript(with_rules(rules, consecutive_failures=2))
+    t.add("read_file", {"path": "src/orders.ts"}, missing("orders"))
+    assert t.send(budget(escalations_only=True)).appends == {}
+    t.add("read_file", {"path": "src/refunds.ts"}, missing("refunds"))
+    plan = t.send(budget(escalations_only=True))
+    [text] = plan.appends.values()
+    assert text.startswith("[Recovery Notice]\nESCALATION: 2 consecutive tool calls have failed")
+
+
+def test_escalations_may_pass_the_request_cap_but_never_the_window(rules: Rules) -> None:
+    t = Transcript(with_rules(rules, consecutive_failures=2))
+    t.call("read_file", {"path": "src/orders.ts"}, missing("orders"))
+    last = t.add("read_file", {"path": "src/refunds.ts"}, missing("refunds"))
+    plan = t.send(budget(remaining=0))
+    assert plan.appends[last.position].startswith("[Recovery Notice]\nESCALATION: 2 consecutive")
+    t2 = Transcript(with_rules(rules, consecutive_failures=2))
+    t2.call("read_file", {"path": "src/orders.ts"}, missing("orders"))
+    t2.add("read_file", {"path": "src/refunds.ts"}, missing("refunds"))
+    plan = t2.send(budget(remaining=0, headroom=5))
+    assert list(plan.appends) == ["item-1"]  # only the earlier block, stored before
+
+
+def test_the_block_cap_drops_older_attempts_first(rules: Rules) -> None:
+    t = Transcript(rules)
+    for _ in range(6):
+        t.call("read_file", {"path": "src/orders.ts"}, missing("orders"))
+        t.call("list_dir", {"path": "src"}, "orders.tsx\nrefunds.ts")
+    t.call("read_file", {"path": "src/orders.ts"}, missing("orders"))
+    capped = Transcript(with_rules(rules, block_tokens=120))
+    for _ in range(6):
+        capped.call("read_file", {"path": "src/orders.ts"}, missing("orders"))
+        capped.call("list_dir", {"path": "src"}, "orders.tsx\nrefunds.ts")
+    plan = capped.send()
+    full = t.text_after_last(t.send())
+    assert full.count('read_file("src/orders.ts") -> not_found') >= 3
+    block = plan.appends[capped.items[-2][1].position]
+    body = block.split("\n\nSTOP")[0]  # notices come last and have their own allowance
+    assert approx_tokens(body) <= 120
+    assert body.count('read_file("src/orders.ts") -> not_found') < 3
+    assert "Recovery suggestions:\n  - Verify the path" in body
