@@ -1,0 +1,1102 @@
+"""Direct vs recovery-proxy vs LiteLLM Proxy, side by side in one run and one process tree.
+
+    python -m bench.compare [--quick] [--litellm PATH] [--proxy-tree DIR] [--model NAME]
+                            [--duration SECONDS] [--output PREFIX]
+
+Setup: `pip install -r bench/requirements.txt` into the project venv; `bash bench/setup-litellm.sh`
+for LiteLLM Proxy (its own venv, .venv-litellm; skipped with a note when absent); `apt-get
+install wrk` for the throughput load (a Python asyncio client is the fallback, and says so).
+
+One mock upstream (bench.mock_upstream: raw ASGI on uvloop + httptools) serves all three paths:
+direct (client -> mock), recovery-proxy (client -> `recovery-proxy serve`, sqlite store in a
+throwaway file -> mock) and LiteLLM (client -> `litellm`, one worker, passthrough config ->
+mock). Measured: (1) sequential latency at 10 / 100 / 1,000 messages with ~10% failing tool
+results, requests interleaved direct / proxy / litellm (order rotated each round), plus a
+"growing session" row where every request adds one new tool call and result; (2) throughput at
+32 keep-alive connections with 100-message bodies (wrk); (3) start-up, spawn to first 200 on the
+health endpoint. Writes bench/results.md and bench/results.png (--quick: bench/results-quick.*).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import gc
+import http.client
+import importlib.util
+import json
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from bench.common import ROOT, conversation, percentiles
+from proxy.servers import free_port
+
+# A 1M-token window: even 1,000 messages (~100k tokens) stay far from it. Near a model's window
+# the proxy counts tokens exactly, a different (slower) path: try --model gpt-4o-mini (128k).
+MODEL = "gpt-4.1"
+LITELLM_VERSION = "1.102.4"
+SIZES = (10, 100, 1000)
+CONNECTIONS = 32
+GROW_BASE, GROW_TURNS = 80, 20  # growing sessions: 80 messages + 20 new turns -> 82..120
+TARGETS = ("direct", "recovery-proxy", "litellm")
+HEALTH = {"recovery-proxy": "/healthz", "litellm": "/health/liveliness"}
+# No outside connections from LiteLLM: bundled cost map and templates, no DB, no telemetry.
+LITELLM_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_LOCAL_BLOG_POSTS": "True",
+    "LITELLM_LOCAL_POLICY_TEMPLATES": "True",
+    "LITELLM_LOCAL_AUTOROUTER_PRESETS": "True",
+    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
+    "LITELLM_LOG": "ERROR",
+    "LITELLM_TELEMETRY": "False",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_OFFLINE": "1",
+}
+LITELLM_ENV_DROP = ("DATABASE_URL", "LITELLM_MASTER_KEY", "STORE_MODEL_IN_DB", "REDIS_HOST")
+LITELLM_CONFIG = """\
+model_list:
+  - model_name: {model}
+    litellm_params:
+      model: openai/{model}
+      api_base: {api_base}
+      api_key: sk-dummy-upstream
+litellm_settings:
+  telemetry: false
+  set_verbose: false
+  turn_off_message_logging: true
+general_settings:
+  disable_spend_logs: true
+  disable_error_logs: true
+  background_health_checks: false
+"""
+# uvicorn access log off, warnings only: LiteLLM gets no per-request logging cost.
+LITELLM_LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "uvicorn": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        "uvicorn.error": {"level": "WARNING"},
+        "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+    },
+}
+WRK_SCRIPT = """\
+local f = assert(io.open("{body}", "rb"))
+local body = f:read("*a")
+f:close()
+local reqs = {{}}
+local n = 0
+init = function(args)
+  for i = 0, {sessions} - 1 do
+    reqs[i + 1] = wrk.format("POST", nil, {{
+      ["content-type"] = "application/json",
+      ["authorization"] = "Bearer sk-bench",
+      ["x-session-id"] = "tp-" .. i,
+    }}, body)
+  end
+end
+request = function()
+  n = n + 1
+  return reqs[(n % {sessions}) + 1]
+end
+done = function(s, latency, requests)
+  io.write(string.format("RESULT %d %d %d %d %d %d %d %d %d %d\\n",
+    s.requests, s.duration, s.errors.connect, s.errors.read, s.errors.write,
+    s.errors.status, s.errors.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+"""
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _proc_stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds used) of a live process, from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process and its reaped children."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by `pid` and all its live descendants."""
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := _proc_stat(int(entry))):
+            stats[int(entry)] = stat
+    total, todo, seen = 0.0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in stats:
+            continue
+        seen.add(current)
+        total += stats[current][1]
+        todo.extend(child for child, (parent, _) in stats.items() if parent == current)
+    return total
+
+
+class Server:
+    """A server process in its own process group, output to a log file, stopped for sure."""
+
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        port: int,
+        health: str,
+        logdir: str,
+        env: dict[str, str] | None = None,
+        cwd: str = ROOT,
+    ) -> None:
+        self.name, self.args, self.port, self.health, self.cwd = name, args, port, health, cwd
+        self.env = env if env is not None else dict(os.environ)
+        self.log_path = os.path.join(logdir, f"{name}-{port}.log")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.spawned_at = 0.0
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Server:
+        with open(self.log_path, "wb") as out:
+            self.spawned_at = time.perf_counter()
+            self.proc = subprocess.Popen(
+                self.args,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    def wait_ready(self, timeout: float = 120.0) -> float:
+        """Seconds from spawn to the first 200 on the health path."""
+        assert self.proc is not None
+        deadline = self.spawned_at + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name} exited with {self.proc.returncode} before it was ready; "
+                    f"command: {shlex.join(self.args)}\n{self.log_tail()}"
+                )
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+            try:
+                conn.request("GET", self.health)
+                response = conn.getresponse()
+                response.read()
+                if response.status == 200:
+                    return time.perf_counter() - self.spawned_at
+            except (OSError, http.client.HTTPException):
+                pass
+            finally:
+                conn.close()
+            if time.perf_counter() > deadline:
+                raise RuntimeError(
+                    f"{self.name} not ready after {timeout:.0f} s: {shlex.join(self.args)}\n"
+                    f"{self.log_tail()}"
+                )
+            time.sleep(0.005)
+
+    def cpu(self) -> float:
+        return tree_cpu(self.proc.pid) if self.proc and self.proc.poll() is None else 0.0
+
+    def wait_idle(self, timeout: float = 60.0, window: float = 0.5) -> float:
+        """Seconds from spawn until the process tree goes quiet (< 4% of a core for `window`),
+        so background start-up work (imports, warm-ups) is over before anything is timed."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            start, used = time.perf_counter(), self.cpu()
+            time.sleep(window)
+            if self.cpu() - used < 0.04 * window:
+                return start - self.spawned_at
+        log(f"warning: {self.name} still busy {timeout:.0f} s after start-up")
+        return float("nan")
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                tail = f.readlines()[-lines:]
+        except OSError:
+            return "(no log)"
+        return f"--- last lines of {self.log_path}:\n" + "".join(tail)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def running(server: Server, timeout: float = 120.0) -> Iterator[Server]:
+    try:
+        server.start()
+        server.wait_ready(timeout)
+        yield server
+    finally:
+        server.stop()
+
+
+def mock_server(logdir: str) -> Server:
+    port = free_port()
+    args = [sys.executable, "-m", "bench.mock_upstream", str(port)]
+    return Server("mock", args, port, "/v1/models", logdir)
+
+
+def proxy_server(upstream: str, store: str, logdir: str, tree: str) -> Server:
+    port = free_port()
+    args = [sys.executable, "-m", "proxy.cli", "serve", "--port", str(port)]
+    args += ["--upstream", upstream, "--store", store, "--log-level", "warning"]
+    env = {**os.environ, "PYTHONPATH": tree}
+    return Server("recovery-proxy", args, port, HEALTH["recovery-proxy"], logdir, env, cwd=tree)
+
+
+def litellm_server(binary: str, upstream: str, workdir: str) -> Server:
+    port = free_port()
+    config = os.path.join(workdir, "litellm-config.yaml")
+    with open(config, "w") as f:
+        f.write(LITELLM_CONFIG.format(model=MODEL, api_base=upstream))
+    log_config = os.path.join(workdir, "litellm-logging.json")
+    with open(log_config, "w") as f:
+        json.dump(LITELLM_LOG_CONFIG, f)
+    args = [binary, "--config", config, "--host", "127.0.0.1", "--port", str(port)]
+    args += ["--num_workers", "1", "--telemetry", "False", "--log_config", log_config]
+    env = {k: v for k, v in os.environ.items() if k not in LITELLM_ENV_DROP}
+    env.update(LITELLM_ENV)
+    return Server("litellm", args, port, HEALTH["litellm"], workdir, env, cwd=workdir)
+
+
+def find_litellm(explicit: str | None) -> str | None:
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise SystemExit(f"--litellm {explicit}: not an executable file")
+        return explicit
+    candidate = os.path.join(ROOT, ".venv-litellm", "bin", "litellm")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def litellm_version(binary: str) -> str:
+    """ "VERSION (Python X.Y.Z)" of the litellm next to `binary`."""
+    python = os.path.join(os.path.dirname(binary), "python")
+    code = (
+        "import importlib.metadata as m, sys; print(m.version('litellm'), sys.version.split()[0])"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        version, python_version = out.stdout.split()
+        return f"{version} (Python {python_version})"
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- clients
+
+
+class Client:
+    """One keep-alive connection; `post` returns seconds, status and response headers."""
+
+    def __init__(self, name: str, url: str) -> None:
+        parts = urlsplit(url)
+        self.name, self.path = name, parts.path
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+
+    def post(self, body: bytes, session: str) -> tuple[float, http.client.HTTPResponse]:
+        headers = {
+            "content-type": "application/json",
+            "authorization": "Bearer sk-bench",
+            "x-session-id": session,
+        }
+        start = time.perf_counter()
+        try:
+            self.conn.request("POST", self.path, body, headers)
+            response = self.conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.conn.close()
+            raise RuntimeError(f"{self.name}: POST {self.path} failed: {exc!r}") from exc
+        elapsed = time.perf_counter() - start
+        if response.status != 200:
+            raise RuntimeError(f"{self.name}: HTTP {response.status}: {data[:500]!r}")
+        return elapsed, response
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class Samples:
+    times: list[float] = field(default_factory=list)
+    overhead_ms: list[float] = field(default_factory=list)  # the proxy's own header
+    injected: list[int] = field(default_factory=list)
+    cpu_s: float = 0.0
+    requests: int = 0  # warm-up included, for CPU per request
+
+
+def run_rounds(
+    clients: dict[str, Client],
+    servers: dict[str, Server],
+    items: list[tuple[bytes, str, bool]],
+) -> tuple[dict[str, Samples], float]:
+    """Send each (body, session, timed) to every target in turn, rotating the order.
+
+    Returns the samples and the CPU other processes used meanwhile, in % of one core.
+    """
+    samples = {name: Samples() for name in clients}
+    names = list(clients)
+    cpu_before = {name: servers[name].cpu() for name in names if name in servers}
+    busy, mine, wall = machine_busy(), self_cpu(), time.perf_counter()
+    gc.collect()
+    gc.disable()
+    try:
+        for i, (body, session, timed) in enumerate(items):
+            k = i % len(names)
+            for name in names[k:] + names[:k]:
+                elapsed, response = clients[name].post(body, session)
+                sample = samples[name]
+                sample.requests += 1
+                if not timed:
+                    continue
+                sample.times.append(elapsed)
+                if (overhead := response.getheader("x-recovery-proxy-overhead-ms")) is not None:
+                    sample.overhead_ms.append(float(overhead))
+                if (injected := response.getheader("x-recovery-proxy-injected")) is not None:
+                    sample.injected.append(int(injected))
+    finally:
+        gc.enable()
+    for name, before in cpu_before.items():
+        samples[name].cpu_s = servers[name].cpu() - before
+    ours = self_cpu() - mine + sum(sample.cpu_s for sample in samples.values())
+    other = 100 * (machine_busy() - busy - ours) / (time.perf_counter() - wall)
+    return samples, max(0.0, other)
+
+
+def steady_body(n: int) -> bytes:
+    """`n` messages, every 10th tool result failing (at least one: 10 messages hold only 4)."""
+    every = min(10, (n - 2) // 2)
+    return orjson.dumps({"model": MODEL, "messages": conversation(n, failures_every=every)})
+
+
+def steady_items(n: int, rounds: int, warmup: int) -> tuple[list[tuple[bytes, str, bool]], int]:
+    body = steady_body(n)
+    session = f"steady-{n}"
+    return [(body, session, False)] * warmup + [(body, session, True)] * rounds, len(body)
+
+
+def new_turn(session: int, j: int) -> list[dict[str, Any]]:
+    call_id = f"call_grow_{session:03d}_{j:03d}"
+    failing = j % 3 == 0
+    result = f"make: *** [Makefile:{j}: target{j}] Error 2" if failing else "built ok\n" * 8
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": f'{{"command": "make target{j}"}}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+    ]
+
+
+def growing_items(rounds: int) -> tuple[list[tuple[bytes, str, bool]], int]:
+    """Sessions that start at 80 messages (seen once, untimed) and grow one turn per request."""
+    items: list[tuple[bytes, str, bool]] = []
+    sizes = []
+    for s in range(max(1, -(-rounds // GROW_TURNS))):
+        history = conversation(GROW_BASE, failures_every=10)
+        session = f"grow-{s}"
+        items.append((orjson.dumps({"model": MODEL, "messages": history}), session, False))
+        for j in range(GROW_TURNS):
+            history = history + new_turn(s, j)
+            body = orjson.dumps({"model": MODEL, "messages": history})
+            items.append((body, session, True))
+            sizes.append(len(body))
+    return items, int(statistics.fmean(sizes))
+
+
+# --------------------------------------------------------------------------- load
+
+
+@dataclass
+class Load:
+    requests: int
+    seconds: float
+    errors: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    cpu: dict[str, float]  # process -> % of one core
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+def run_wrk(url: str, body_path: str, seconds: float, workdir: str) -> tuple[Load, float]:
+    """wrk, one thread, 32 connections; returns the result and wrk's own CPU seconds."""
+    script = os.path.join(workdir, "post.lua")
+    with open(script, "w") as f:
+        f.write(WRK_SCRIPT.format(body=body_path, sessions=CONNECTIONS))
+    args = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--timeout", "30s", "--latency"]
+    args += ["-s", script, url]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(args, capture_output=True, text=True, timeout=seconds + 90)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wrk_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    match = re.search(r"^RESULT ([\d ]+)$", out.stdout, re.M)
+    if out.returncode != 0 or not match:
+        raise RuntimeError(f"wrk failed ({out.returncode}): {out.stdout}\n{out.stderr}")
+    req, dur_us, e_conn, e_read, e_write, e_status, e_timeout, p50, p99, mx = map(
+        int, match.group(1).split()
+    )
+    errors = e_conn + e_read + e_write + e_status + e_timeout
+    load = Load(req, dur_us / 1e6, errors, p50 / 1000, p99 / 1000, mx / 1000, {})
+    return load, wrk_cpu
+
+
+async def _asyncio_load(url: str, body: bytes, seconds: float) -> Load:
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def worker(i: int) -> None:
+        nonlocal errors
+        head = (
+            f"POST {parts.path} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+            f"content-type: application/json\r\nauthorization: Bearer sk-bench\r\n"
+            f"x-session-id: tp-{i}\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode()
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while time.perf_counter() < stop_at:
+                start = time.perf_counter()
+                writer.write(head + body)
+                status_line = await reader.readline()
+                length, chunked = 0, False
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    key, _, value = line.decode("latin-1").partition(":")
+                    if key.lower() == "content-length":
+                        length = int(value)
+                    elif key.lower() == "transfer-encoding" and "chunked" in value:
+                        chunked = True
+                if chunked:
+                    while size := int((await reader.readline()).split(b";")[0], 16):
+                        await reader.readexactly(size + 2)
+                    await reader.readline()
+                else:
+                    await reader.readexactly(length)
+                if b" 200 " not in status_line:
+                    errors += 1
+                latencies.append(time.perf_counter() - start)
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(i) for i in range(CONNECTIONS)))
+    elapsed = time.perf_counter() - started
+    stats = percentiles(latencies or [0.0])
+    return Load(len(latencies), elapsed, errors, stats["p50"], stats["p99"], 0.0, {})
+
+
+def run_load(
+    name: str,
+    url: str,
+    body: bytes,
+    body_path: str,
+    seconds: float,
+    workdir: str,
+    watch: dict[str, Server],
+    use_wrk: bool,
+) -> Load:
+    before = {proc: server.cpu() for proc, server in watch.items()}
+    busy = machine_busy()
+    if use_wrk:
+        load, client_cpu = run_wrk(url, body_path, seconds, workdir)
+    else:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        load = asyncio.run(_asyncio_load(url, body, seconds))
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        client_cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+    load.cpu = {
+        proc: 100 * (server.cpu() - before[proc]) / load.seconds for proc, server in watch.items()
+    }
+    load.cpu["load generator"] = 100 * client_cpu / load.seconds
+    total = 100 * (machine_busy() - busy) / load.seconds
+    load.cpu["other"] = max(0.0, total - sum(load.cpu.values()))
+    if load.errors:
+        log(f"  warning: {name}: {load.errors} errors under load")
+    return load
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = ""
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        mem = f"{int(f.readline().split()[1]) / 2**20:.0f} GiB"
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": mem,
+        "kernel": platform.release(),
+        "python": sys.version.split()[0],
+    }
+
+
+def proxy_source(tree: str) -> str:
+    """Where `python -m proxy.cli` run from `tree` imports the proxy package from."""
+    code = "import os, proxy; print(os.path.dirname(proxy.__file__))"
+    env = {**os.environ, "PYTHONPATH": tree}
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def git_state(tree: str) -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", ROOT, "status", "--porcelain", "--", "proxy"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if os.path.realpath(tree) != os.path.realpath(ROOT):
+        return f"proxy imported from {proxy_source(tree)} (--proxy-tree); repository at {commit}"
+    changed = "uncommitted changes in proxy/" if dirty else "proxy/ clean"
+    return f"work tree at {commit}, {changed}"
+
+
+def chart(path: str, seq: dict[str, dict[str, Any]], loads: dict[str, Load], labels: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(seq)
+    colors = {"direct": "#9e9e9e", "recovery-proxy": "#1f77b4", "litellm": "#d62728"}
+    names = [n for n in TARGETS if n in loads]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        values, texts = [], []
+        for row in rows:
+            stats = seq[row]
+            if name == "direct":
+                value = stats["direct"]["p50"]
+            else:
+                value = stats[name]["p50"] - stats["direct"]["p50"]
+            values.append(max(value, 0.01))
+            texts.append(fmt(value, 2 if value < 10 else 1))
+        xs = [i + (k - (len(names) - 1) / 2) * width for i in range(len(rows))]
+        label = "direct call (end-to-end p50)" if name == "direct" else f"{labels[name]} (added)"
+        bars = left.bar(
+            xs,
+            values,
+            width,
+            label=label,
+            color=colors[name],
+            hatch="//" if name == "direct" else None,
+        )
+        for bar, text in zip(bars, texts, strict=True):
+            left.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+    left.set_yscale("log")
+    left.set_xticks(range(len(rows)), rows)
+    left.set_xlabel("messages in the request (~10% failing tool results)")
+    left.set_ylabel("ms, log scale")
+    left.set_title("Sequential latency added over a direct call, p50")
+    left.legend(fontsize=8, loc="upper left")
+    rps = [loads[n].rps for n in names]
+    bars = right.bar([labels[n] for n in names], rps, color=[colors[n] for n in names])
+    for bar, value in zip(bars, rps, strict=True):
+        right.annotate(
+            f"{value:,.0f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    right.set_yscale("log")
+    right.set_ylabel("requests/s, log scale")
+    right.set_title(f"Throughput, {CONNECTIONS} connections, 100 messages")
+    right.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    global MODEL
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few requests, 3 s loads")
+    parser.add_argument("--litellm", help="path of the litellm executable")
+    parser.add_argument("--proxy-tree", default=ROOT, help="source tree to run the proxy from")
+    parser.add_argument("--output", help="results prefix (default bench/results[-quick])")
+    parser.add_argument("--duration", type=float, help="seconds per throughput run")
+    parser.add_argument("--model", default=MODEL, help=f"model name sent (default {MODEL})")
+    args = parser.parse_args()
+    MODEL = args.model
+
+    quick = args.quick
+    counts = (
+        {10: 60, 100: 60, 1000: 30, "grow": 60}
+        if quick
+        else {10: 500, 100: 500, 1000: 200, "grow": 500}
+    )
+    warmup = 5 if quick else 30
+    duration = args.duration or (3.0 if quick else 10.0)
+    starts = 3
+    prefix = args.output or os.path.join(ROOT, "bench", "results-quick" if quick else "results")
+    tree = os.path.abspath(args.proxy_tree)
+    if not os.path.isfile(os.path.join(tree, "proxy", "cli.py")):
+        raise SystemExit(f"--proxy-tree {tree}: no proxy/cli.py there")
+    litellm_bin = find_litellm(args.litellm)
+    use_wrk = shutil.which("wrk") is not None
+    command = "python -m bench.compare " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    began = datetime.datetime.now(datetime.UTC)
+    busy_at_start, own_at_start, wall_at_start = machine_busy(), own_cpu(), time.perf_counter()
+    info = machine()
+    ll_version = litellm_version(litellm_bin) if litellm_bin else None
+    if litellm_bin and ll_version and not ll_version.startswith(LITELLM_VERSION):
+        log(f"warning: expected litellm {LITELLM_VERSION}, found {ll_version}")
+    if not litellm_bin:
+        log("LiteLLM Proxy not installed (bash bench/setup-litellm.sh): skipping that column")
+    log(f"load generator: {'wrk' if use_wrk else 'Python asyncio client (wrk not found)'}")
+    busy = machine_busy()
+    time.sleep(1.0)
+    if (idle_load := 100 * (machine_busy() - busy)) > 25:
+        log(
+            f"warning: the machine is busy ({idle_load:.0f}% of a core before start): noisy results"
+        )
+
+    labels = {"direct": "direct", "recovery-proxy": "recovery-proxy", "litellm": "LiteLLM Proxy"}
+    names = [n for n in TARGETS if n != "litellm" or litellm_bin]
+    seq: dict[str, dict[str, Any]] = {}
+    seq_raw: dict[str, dict[str, Samples]] = {}
+    seq_other: dict[str, float] = {}
+    body_sizes: dict[str, int] = {}
+    loads: dict[str, Load] = {}
+    startup: dict[str, list[tuple[float, float]]] = {}
+
+    workdir = tempfile.mkdtemp(prefix="bench-compare-")
+    try:
+        with running(mock_server(workdir), 30) as mock:
+            upstream = f"{mock.base}/v1"
+
+            # 3. start-up first, while the machine is otherwise idle
+            for i in range(starts):
+                store = f"sqlite:{workdir}/startup-{i}.db"
+                candidates = [("recovery-proxy", proxy_server(upstream, store, workdir, tree))]
+                if litellm_bin:
+                    candidates.append(("litellm", litellm_server(litellm_bin, upstream, workdir)))
+                for name, server in candidates:
+                    try:
+                        ready = server.start().wait_ready(180)
+                        startup.setdefault(name, []).append((ready, server.wait_idle()))
+                    finally:
+                        server.stop()
+                log(
+                    f"start-up {i + 1}/{starts}: "
+                    + ", ".join(
+                        f"{k} ready {v[-1][0]:.2f} s, quiet {v[-1][1]:.2f} s"
+                        for k, v in startup.items()
+                    )
+                )
+
+            servers: dict[str, Server] = {"direct": mock}
+            with contextlib.ExitStack() as stack:
+                proxy = proxy_server(upstream, f"sqlite:{workdir}/sessions.db", workdir, tree)
+                litellm = litellm_server(litellm_bin, upstream, workdir) if litellm_bin else None
+                for server in (proxy, litellm):
+                    if server:
+                        stack.callback(server.stop)
+                        server.start()
+                servers["recovery-proxy"] = proxy
+                proxy.wait_ready(60)
+                if litellm:
+                    servers["litellm"] = litellm
+                    litellm.wait_ready(180)
+                for server in (proxy, litellm):
+                    if server:  # background start-up work must not land in the first row
+                        server.wait_idle()
+                urls = {n: f"{servers[n].base}/v1/chat/completions" for n in names}
+                clients = {n: Client(n, urls[n]) for n in names}
+                for client in clients.values():
+                    stack.callback(client.close)
+
+                # 1. sequential latency
+                plan: list[tuple[str, list[tuple[bytes, str, bool]], int]] = []
+                for n in SIZES:
+                    items, size = steady_items(n, counts[n], warmup)
+                    plan.append((str(n), items, size))
+                items, size = growing_items(counts["grow"])
+                plan.append(("100 growing", items, size))
+                for row, items, size in plan:
+                    timed = sum(1 for item in items if item[2])
+                    log(f"sequential {row}: {timed} requests per target, {size / 1024:.0f} KiB")
+                    samples, seq_other[row] = run_rounds(clients, servers, items)
+                    seq_raw[row] = samples
+                    seq[row] = {name: percentiles(samples[name].times) for name in names}
+                    body_sizes[row] = size
+                    line = ", ".join(
+                        f"{name} p50 {seq[row][name]['p50']:.2f} p99 {seq[row][name]['p99']:.2f}"
+                        for name in names
+                    )
+                    log(f"  {line}")
+
+                # 2. throughput
+                body = steady_body(100)
+                body_path = os.path.join(workdir, "body-100.json")
+                with open(body_path, "wb") as f:
+                    f.write(body)
+                for i in range(CONNECTIONS):  # every session seen once: steady state
+                    for client in clients.values():
+                        client.post(body, f"tp-{i}")
+                for name in names:
+                    time.sleep(1.0)
+                    watch = {"mock": mock}
+                    if name != "direct":
+                        watch[name] = servers[name]
+                    log(f"throughput {name}: {CONNECTIONS} connections, {duration:g} s")
+                    loads[name] = run_load(
+                        name, urls[name], body, body_path, duration, workdir, watch, use_wrk
+                    )
+                    load = loads[name]
+                    log(
+                        f"  {load.rps:,.0f} req/s, p50 {load.p50_ms:.1f} p99 {load.p99_ms:.1f} ms, "
+                        f"CPU % of a core: {', '.join(f'{k} {v:.0f}' for k, v in load.cpu.items())}"
+                    )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    wall = time.perf_counter() - wall_at_start
+    other = (machine_busy() - busy_at_start) - (own_cpu() - own_at_start)
+    report = render(
+        other_cpu=max(0.0, 100 * other / wall),
+        wall=wall,
+        command=command,
+        began=began,
+        info=info,
+        quick=quick,
+        tree=tree,
+        names=names,
+        labels=labels,
+        seq=seq,
+        seq_raw=seq_raw,
+        seq_other=seq_other,
+        body_sizes=body_sizes,
+        loads=loads,
+        startup=startup,
+        duration=duration,
+        use_wrk=use_wrk,
+        ll_version=ll_version,
+        litellm_bin=litellm_bin,
+        prefix=prefix,
+    )
+    with open(prefix + ".md", "w") as f:
+        f.write(report)
+    chart(prefix + ".png", seq, loads, labels)
+    print(report)
+    log(f"wrote {prefix}.md and {prefix}.png")
+    if "**Noisy run**" in report:
+        log("warning: other processes competed for the CPU during the run; see results")
+
+
+def render(**k: Any) -> str:
+    names, labels, seq, raw = k["names"], k["labels"], k["seq"], k["seq_raw"]
+    has_ll = "litellm" in names
+    info = k["info"]
+    out: list[str] = []
+    add = out.append
+    add(
+        "# recovery-proxy vs LiteLLM Proxy vs a direct call"
+        + (" (quick run)" if k["quick"] else "")
+    )
+    add("")
+    add(f"- Date: {k['began']:%Y-%m-%d %H:%M} UTC")
+    add(f"- Command: `{k['command']}` (in the project venv)")
+    add(
+        f"- Machine: {info['nproc']} cores ({info['cpu']}), {info['memory']}, Linux "
+        f"{info['kernel']}, Python {info['python']}"
+    )
+    add(
+        f"- recovery-proxy: `recovery-proxy serve --store sqlite:<tmp>/sessions.db "
+        f"--log-level warning` ({git_state(k['tree'])}); uvicorn auto-picks "
+        f"{'uvloop' if importlib.util.find_spec('uvloop') else 'asyncio'} + "
+        f"{'httptools' if importlib.util.find_spec('httptools') else 'h11'} in this venv"
+    )
+    if has_ll:
+        add(
+            f"- LiteLLM Proxy: litellm {k['ll_version']}, `{k['litellm_bin']}`, one "
+            f"worker, passthrough config (`openai/{MODEL}` with api_base = the mock), no DB, no "
+            "master key, telemetry off, local cost map, uvicorn access log off"
+        )
+    else:
+        add("- LiteLLM Proxy: **not installed, column skipped** (`bash bench/setup-litellm.sh`)")
+    add(f"- Model name in the requests: `{MODEL}`")
+    add(
+        "- Upstream: bench.mock_upstream (raw ASGI, uvicorn + uvloop + httptools, canned reply, "
+        "its own process), shared by all three paths"
+    )
+    loader = "wrk (1 thread, Lua script)" if k["use_wrk"] else "Python asyncio client (wrk missing)"
+    add(
+        f"- Sequential client: http.client, one keep-alive connection per target; "
+        f"load generator: {loader}"
+    )
+    add(
+        f"- Run time {k['wall'] / 60:.1f} min; other processes on the machine used "
+        f"{k['other_cpu']:.0f}% of one core on average meanwhile (from /proc/stat)"
+    )
+    noisy = [row for row, pct in k["seq_other"].items() if pct > 20]
+    noisy += [name for name, load in k["loads"].items() if load.cpu["other"] > 20]
+    if noisy:
+        add(
+            f"- **Noisy run**: other processes used over 20% of a core during {', '.join(noisy)}"
+            " (see the *other processes* columns); rerun on a quiet machine before citing"
+        )
+    add("")
+    add("## 1. Sequential latency (ms)")
+    add("")
+    add(
+        "Requests interleaved direct / recovery-proxy / LiteLLM, order rotated each round, so all "
+        "see the same machine state; same body every request per size (steady state: the session "
+        "has seen everything, recovery blocks re-applied). Bodies are `bench.common.conversation`"
+        " agent transcripts with every 10th tool result failing (10 messages hold only 4 results:"
+        " the 4th fails). *100 growing*: sessions of 80 messages, "
+        f"each request adds one new tool call + result (every third failing), {GROW_TURNS} "
+        "requests per session (82 to 120 messages), so the store writes on every request. "
+        "*added* = target minus direct at the same percentile."
+    )
+    add("")
+    head = "| messages | body KiB | n | direct p50 / p99 | recovery-proxy added p50 / p99 |"
+    sep = "|---|---:|---:|---:|---:|"
+    if has_ll:
+        head += " LiteLLM added p50 / p99 | LiteLLM ÷ proxy (added) p50 / p99 |"
+        sep += "---:|---:|"
+    add(head)
+    add(sep)
+    for row, stats in seq.items():
+        d = stats["direct"]
+        p = {q: stats["recovery-proxy"][q] - d[q] for q in ("p50", "p99")}
+        line = (
+            f"| {row} | {k['body_sizes'][row] / 1024:.0f} | {len(raw[row]['direct'].times)} | "
+            f"{fmt(d['p50'])} / {fmt(d['p99'])} | **{fmt(p['p50'])}** / {fmt(p['p99'])} |"
+        )
+        if has_ll:
+            ll = {q: stats["litellm"][q] - d[q] for q in ("p50", "p99")}
+            ratio = [f"{ll[q] / p[q]:.0f}x" if p[q] > 0 else "n/a" for q in ("p50", "p99")]
+            line += f" **{fmt(ll['p50'], 1)}** / {fmt(ll['p99'], 1)} | {ratio[0]} / {ratio[1]} |"
+        add(line)
+    add("")
+    add(
+        "End to end, and where the time goes: *proxy self* is the proxy's own "
+        "`x-recovery-proxy-overhead-ms` header (request in to forward out), *CPU/req* the server "
+        "process's CPU time per request over the whole row (warm-up included), in ms; *other "
+        "processes' CPU*: what the rest of the machine used meanwhile, % of one core."
+    )
+    add("")
+    head = (
+        "| messages | direct p50 / p99 | recovery-proxy p50 / p99 | proxy self p50 "
+        "| proxy CPU/req | blocks injected |"
+    )
+    sep = "|---|---:|---:|---:|---:|---:|"
+    if has_ll:
+        head += " LiteLLM p50 / p99 | LiteLLM CPU/req |"
+        sep += "---:|---:|"
+    head += " other processes' CPU |"
+    sep += "---:|"
+    add(head)
+    add(sep)
+    for row, stats in seq.items():
+        s = raw[row]["recovery-proxy"]
+        self_p50 = statistics.median(s.overhead_ms) if s.overhead_ms else None
+        injected = str(s.injected[-1]) if s.injected else "-"
+        cpu = 1000 * s.cpu_s / s.requests if s.requests else None
+        line = (
+            f"| {row} | {fmt(stats['direct']['p50'])} / {fmt(stats['direct']['p99'])} | "
+            f"{fmt(stats['recovery-proxy']['p50'])} / {fmt(stats['recovery-proxy']['p99'])} | "
+            f"{fmt(self_p50)} | {fmt(cpu, 1)} | {injected} |"
+        )
+        if has_ll:
+            s = raw[row]["litellm"]
+            cpu = 1000 * s.cpu_s / s.requests if s.requests else None
+            line += (
+                f" {fmt(stats['litellm']['p50'], 1)} / {fmt(stats['litellm']['p99'], 1)} | "
+                f"{fmt(cpu, 1)} |"
+            )
+        line += f" {k['seq_other'][row]:.0f}% |"
+        add(line)
+    add("")
+    add(
+        f"## 2. Throughput: {CONNECTIONS} keep-alive connections, 100-message body, "
+        f"{k['duration']:g} s each"
+    )
+    add("")
+    add(
+        f"{CONNECTIONS} sessions (`x-session-id: tp-0..{CONNECTIONS - 1}`), each seen once "
+        "before the run. CPU is in % of one core (200% = the whole machine), measured from /proc "
+        "over the run."
+    )
+    add("")
+    add(
+        "| target | req/s | p50 ms | p99 ms | max ms | errors "
+        "| CPU: load gen / mock / server / other processes |"
+    )
+    add("|---|---:|---:|---:|---:|---:|---:|")
+    loads = k["loads"]
+    for name in names:
+        load = loads[name]
+        server = f"{load.cpu[name]:.0f}%" if name in load.cpu else "-"
+        add(
+            f"| {labels[name]} | **{load.rps:,.0f}** | {fmt(load.p50_ms, 1)} | "
+            f"{fmt(load.p99_ms, 1)} | {fmt(load.max_ms, 1) if load.max_ms else '-'} | "
+            f"{load.errors} | {load.cpu['load generator']:.0f}% / {load.cpu['mock']:.0f}% / "
+            f"{server} / {load.cpu['other']:.0f}% |"
+        )
+    if has_ll and loads["litellm"].rps:
+        add("")
+        add(
+            f"recovery-proxy ÷ LiteLLM throughput: "
+            f"**{loads['recovery-proxy'].rps / loads['litellm'].rps:.1f}x**"
+        )
+    add("")
+    add("## 3. Start-up: spawn to first 200 on the health endpoint (s)")
+    add("")
+    add(
+        "*Quiet*: spawn until the process first uses < 4% of a core over half a second, i.e. "
+        "when work started in the background after the health check turned 200 is done."
+    )
+    add("")
+    add("| server | health path | ready, median | runs | quiet, median |")
+    add("|---|---|---:|---|---:|")
+    for name, values in k["startup"].items():
+        ready = [r for r, _ in values]
+        quiet = [q for _, q in values]
+        add(
+            f"| {labels[name]} | `{HEALTH[name]}` | **{statistics.median(ready):.2f}** | "
+            f"{', '.join(f'{v:.2f}' for v in ready)} | {statistics.median(quiet):.2f} |"
+        )
+    add("")
+    add(f"![latency and throughput]({os.path.basename(k['prefix'])}.png)")
+    add("")
+    return "\n".join(out)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwind, so every `finally` stops its servers
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        main()
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        raise SystemExit(f"bench.compare failed: {exc}") from None
