@@ -74,6 +74,9 @@ class RecoveryProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
+            if self.settings.require_credential and not _has_credential(scope):
+                await self._unauthenticated(scope, send)
+                return
             wire = self.routes.get(path)
             if wire is not None and scope["method"] == "POST":
                 await self._rewritten(scope, receive, send, wire)
@@ -82,6 +85,13 @@ class RecoveryProxy:
                 await self._passthrough(scope, receive, send)
                 return
         await self.control(scope, receive, send)
+
+    async def _unauthenticated(self, scope: Scope, send: Send) -> None:
+        """401 in the wire format's shape: `require_credential` refuses anonymous callers."""
+        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
+        wire = self.routes.get(scope["path"]) or for_passthrough(scope["path"], names)
+        message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
+        await send_error(send, 401, wire.error_body(401, message, "missing_credential"))
 
     async def _rewritten(
         self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
@@ -223,6 +233,17 @@ def _length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None
         elif name == b"content-encoding":
             encoding = value.decode("latin-1").strip().lower() or None
     return declared, encoding
+
+
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
+
+
+def _has_credential(scope: Scope) -> bool:
+    """Whether the caller sent a non-empty credential header (or Gemini's `key=` parameter)."""
+    if any(k in CREDENTIALS and v.strip() for k, v in scope["headers"]):
+        return True
+    query: bytes = scope.get("query_string", b"")
+    return query.startswith(b"key=") or b"&key=" in query
 
 
 def _escapes(path: str) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from proxy.config import Settings
@@ -94,23 +95,32 @@ def serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from proxy.app import create_app
-    from proxy.store import check_spec
+    from proxy.store import StoreUnavailable, check_spec, open_store
 
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
         settings = serve_settings(args)
-        check_spec(settings.store)
+        if check_spec(settings.store) == "sqlite":  # a bad path: one line, not a traceback
+            asyncio.run(_open_and_close(open_store(settings)))
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:
+    except (ValueError, StoreUnavailable) as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    # No access log: one line per request through Python logging costs more than the rewrite.
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False
+    )
     return 0
+
+
+async def _open_and_close(opening: Any) -> None:
+    store = await opening
+    await store.close()
 
 
 if __name__ == "__main__":

@@ -80,7 +80,8 @@ def observe(
         plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
     plan.summary = state.summary
     remember_thread(state, conv, visible, marker)
-    state.updated = now
+    if new or signals:  # an unchanged state is not written again (the stores compare bytes)
+        state.updated = now
     state.trim()
     return plan
 

@@ -21,7 +21,8 @@ from proxy.rules import Placement
 from proxy.wire.base import WireFormat, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
-ERROR_TYPES = {400: "invalid_request_error", 409: "invalid_request_error"}
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}
+ERROR_TYPES |= {409: "invalid_request_error"}
 ERROR_TYPES |= {413: "request_too_large", 502: "api_error", 504: "timeout_error"}
 
 
