@@ -111,11 +111,24 @@ def serve(args: argparse.Namespace) -> int:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings)
+    _tune_gc()
     # No access log: one line per request through Python logging costs more than the rewrite.
     uvicorn.run(
         app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False
     )
     return 0
+
+
+def _tune_gc() -> None:
+    """Request bodies are large acyclic JSON trees freed by reference counting; with the
+    default thresholds the cyclic collector walks every live object every few requests
+    (measured: ~7% of the CPU per request and most of the p99 at 32 connections). Objects
+    alive at start-up are frozen out of its sweeps; young collections run less often."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
 
 
 async def _open_and_close(opening: Any) -> None:
