@@ -24,7 +24,7 @@ from proxy.core.compaction import (
 )
 from proxy.core.conversation import Conversation, ToolResult
 from proxy.core.plan import Budget, Plan, fit_block
-from proxy.core.state import Compaction, FailureRecord, SessionState
+from proxy.core.state import MAX_CALLS, MAX_RECORDS, Compaction, FailureRecord, SessionState
 from proxy.rules import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
@@ -98,6 +98,7 @@ def _annotate(
 ) -> str:
     """Record one newly seen result and render what goes after it ("" for nothing)."""
     state.calls.append(call_signature(result, rules))
+    del state.calls[:-MAX_CALLS]  # capped as it grows
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
@@ -115,6 +116,7 @@ def _annotate(
             thread=thread,
         )
         state.records.append(record)
+        del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
         plan.new_failures.append(verdict.category)
         notices += _repeat_notices(state, record, rules)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
@@ -129,7 +131,7 @@ def _annotate(
         _escalate(state, result, escalations, rules, plan, now)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
-    elif record is not None:
+    elif record is not None and budget.remaining > 0:
         text = fit_block(state, record, rules, budget, notices + escalation_texts)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
