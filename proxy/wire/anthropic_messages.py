@@ -62,10 +62,12 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         role, content = message.get("role"), message.get("content")
         if role == "assistant" and isinstance(content, list):
+            before = len(calls)
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     calls[str(block.get("id", ""))] = block
-            conv.assistant_said(text_of(content))
+            if len(calls) == before:  # no tool call (a call brings a result: progress)
+                conv.assistant_said(text_of(content))
         elif role == "assistant" and isinstance(content, str):
             conv.assistant_said(content)
         elif role == "user":

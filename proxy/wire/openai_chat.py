@@ -136,7 +136,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             if isinstance(content, str) and content.startswith(SMOL_CALLS):
                 for call in _smol_calls(content):
                     calls[call.id] = call
-            if content:
+            if content and not message.get("tool_calls"):  # a call brings a result: progress
                 conv.assistant_said(text_of(content))
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
