@@ -79,13 +79,16 @@ async def measure(build: Callable[[], list[dict[str, Any]]], runs: int) -> tuple
 
 async def main() -> None:
     tokens.warm_up()
-    cases = [  # noqa: E501
-        ("10 KB failing tool result", lambda: one_result(10_000), "10 MB failing tool result", lambda: one_result(10_000_000)),
-        ("50 failing results", lambda: failures(50), "5,000 failing results", lambda: failures(5_000)),
-        ("10 KB smolagents message", lambda: smol_message(10_000), "10 MB smolagents message", lambda: smol_message(10_000_000)),
-    ]  # fmt: skip
+    cases: list[tuple[str, Callable[[], list[dict[str, Any]]]]] = [
+        ("10 KB failing tool result", lambda: one_result(10_000)),
+        ("10 MB failing tool result", lambda: one_result(10_000_000)),
+        ("50 failing results", lambda: failures(50)),
+        ("5,000 failing results", lambda: failures(5_000)),
+        ("10 KB smolagents message", lambda: smol_message(10_000)),
+        ("10 MB smolagents message", lambda: smol_message(10_000_000)),
+    ]
     print(f"{'case':32} {'body':>10} {'ms':>9}   ratio (time / size ratio)")
-    for small_name, small, big_name, big in cases:
+    for (small_name, small), (big_name, big) in zip(cases[::2], cases[1::2], strict=True):
         t_small, b_small = await measure(small, 5)
         t_big, b_big = await measure(big, 3)
         growth = (t_big / t_small) / (b_big / b_small)
