@@ -112,6 +112,11 @@ class RecoveryProxy:
             return
         except ClientGone:
             return
+        try:  # checked before the rewrite: a refused request leaves no trace in the session
+            forward_headers = upstream_headers(raw_headers, keep_length=False)
+        except HeaderError as exc:
+            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
+            return
         rewrite = UNCHANGED
         if plain is not None:
             try:
@@ -130,12 +135,11 @@ class RecoveryProxy:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")
                 await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])
                 return
-        out = body if rewrite.body is None else rewrite.body
-        try:
-            forward_headers = upstream_headers(raw_headers, rewrite.body is not None, len(out))
-        except HeaderError as exc:
-            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
-            return
+        out = body
+        if rewrite.body is not None:
+            out = rewrite.body
+            forward_headers.popall("content-encoding", None)  # the new body is plain JSON
+        forward_headers["content-length"] = str(len(out))
         extra = [(b"x-recovery-proxy-injected", str(rewrite.injected).encode())]
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
         await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, wire)
@@ -160,7 +164,7 @@ class RecoveryProxy:
             body_read = asyncio.Event()
             body = stream_body(receive, body_read)
         try:
-            forward_headers = upstream_headers(raw_headers, False, None)
+            forward_headers = upstream_headers(raw_headers, keep_length=True)
         except HeaderError as exc:
             await send_error(send, 400, wire.error_body(400, str(exc), "invalid_header"))
             return
