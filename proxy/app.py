@@ -18,6 +18,7 @@ import orjson
 from fastapi import FastAPI
 from starlette.responses import JSONResponse, Response
 
+from proxy import session_path
 from proxy.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -74,12 +75,20 @@ class RecoveryProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
+            session: str | None = None
+            if path.startswith(session_path.PREFIX):
+                try:
+                    session, scope = session_path.split(scope)
+                except session_path.BadSessionPath as exc:
+                    await self._bad_session_path(scope, send, str(exc))
+                    return
+                path = scope["path"]
             if self.settings.require_credential and not _has_credential(scope):
                 await self._unauthenticated(scope, send)
                 return
             wire = self.routes.get(path)
             if wire is not None and scope["method"] == "POST":
-                await self._rewritten(scope, receive, send, wire)
+                await self._rewritten(scope, receive, send, wire, session)
                 return
             if path.startswith("/v1/"):
                 await self._passthrough(scope, receive, send)
@@ -93,8 +102,20 @@ class RecoveryProxy:
         message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
         await send_error(send, 401, wire.error_body(401, message, "missing_credential"))
 
+    async def _bad_session_path(self, scope: Scope, send: Send, message: str) -> None:
+        """400 in the shape of the API the rest of the path names."""
+        rest = scope["path"][len(session_path.PREFIX) :].partition("/")[2]
+        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
+        wire = self.routes.get("/" + rest) or for_passthrough("/" + rest, names)
+        await send_error(send, 400, wire.error_body(400, message, "invalid_session_path"))
+
     async def _rewritten(
-        self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        wire: WireFormat,
+        session: str | None = None,
     ) -> None:
         """Read the body, run the fail-open rewrite, forward the result."""
         started = time.perf_counter()
@@ -130,7 +151,8 @@ class RecoveryProxy:
                 await send_error(send, 400, errors(400, message, "invalid_body"))
                 return
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
-            rewrite = await self._safe_rewrite(ChatRequest(plain, payload, headers, wire))
+            request = ChatRequest(plain, payload, headers, wire, session)
+            rewrite = await self._safe_rewrite(request)
             if rewrite.reject is not None:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")
                 await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])

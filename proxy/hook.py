@@ -17,6 +17,7 @@ class ChatRequest:
     payload: dict[str, Any]
     headers: Mapping[str, str]
     wire: WireFormat = DEFAULT
+    session: str | None = None  # the id a `/s/{session}/...` path named
 
 
 @dataclass(slots=True)

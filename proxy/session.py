@@ -9,6 +9,7 @@ from typing import Any
 from proxy.rules import Sessions
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+FINGERPRINT = "fp:"  # the prefix of a fingerprint id: no session was named
 
 
 def tenant_of(headers: Mapping[str, str], salt: str) -> str:
@@ -34,10 +35,14 @@ def session_id(
     sessions: Sessions,
     fingerprint: str,
     hint: str | None = None,
+    path: str | None = None,
 ) -> str:
-    """The first configured header, then any `x-*-session-id` header, then the wire format's
-    own hint (Claude Code's `metadata.user_id`), then a body field, then a fingerprint of the
-    system prompt and first user message."""
+    """The id a `/s/{session}/` path named (the same as a header with that id), then the first
+    configured header, then any `x-*-session-id` header, then the wire format's own hint
+    (Claude Code's `metadata.user_id`), then a body field, then a fingerprint of the system
+    prompt and first user message (`fp:`, which continuity may link to an earlier one)."""
+    if path:
+        return f"h:{path}"
     for name in sessions.headers:
         value = headers.get(name)
         if value:
@@ -50,11 +55,16 @@ def session_id(
                 return f"h:{value}"
     if hint:
         return f"w:{hint}"
-    for path in sessions.body_fields:
-        value = _dotted(payload, path)
+    for field in sessions.body_fields:
+        value = _dotted(payload, field)
         if value:
             return f"b:{value}"
-    return f"fp:{fingerprint}"
+    return f"{FINGERPRINT}{fingerprint}"
+
+
+def scoped(tenant: str, raw: str) -> str:
+    """`tenant:digest`: one tenant can never address another tenant's records."""
+    return f"{tenant}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
 
 
 def session_key(
@@ -64,8 +74,8 @@ def session_key(
     fingerprint: str,
     salt: str,
     hint: str | None = None,
+    path: str | None = None,
 ) -> str:
-    """`tenant:session`: one tenant can never address another tenant's records."""
-    raw = session_id(headers, payload, sessions, fingerprint, hint)
-    digest = hashlib.sha256(raw.encode()).hexdigest()[:24]
-    return f"{tenant_of(headers, salt)}:{digest}"
+    """`tenant:session` for a request."""
+    raw = session_id(headers, payload, sessions, fingerprint, hint, path)
+    return scoped(tenant_of(headers, salt), raw)

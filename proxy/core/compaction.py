@@ -25,12 +25,17 @@ def is_cleared(result: ToolResult, rules: Rules) -> bool:
 
 def visible_failures(state: SessionState, conv: Conversation, rules: Rules) -> set[str]:
     """Call ids of tracked failures whose result is still in the request, uncleared."""
-    failed = {r.call_id for r in state.records}
-    return {r.call_id for r in conv.results if r.call_id in failed and not is_cleared(r, rules)}
+    failed = {r.call_id for r in state.records}  # records keep the result's identity key
+    return {r.key for r in conv.results if r.key in failed and not is_cleared(r, rules)}
+
+
+MARKER_ASSISTANT_TEXTS = 4  # a summary sits near the start: Goose's notice is an assistant text
 
 
 def has_marker(conv: Conversation, rules: Rules) -> bool:
-    return any(m.search(text) for text in conv.texts for m in rules.markers)
+    """A known summary marker in any role: system and user texts, the first assistant texts."""
+    assistant = [text for _, _, text in conv.assistant_texts[:MARKER_ASSISTANT_TEXTS]]
+    return any(m.search(text) for text in [*conv.texts, *assistant] for m in rules.markers)
 
 
 def is_branch(previous: ThreadState, conv: Conversation) -> bool:
@@ -64,7 +69,7 @@ def _history_signals(
     """What the full history shows: failures vanished, earlier part rewritten, or a new thread
     carrying results from an old one."""
     if previous is None:
-        if state.threads and any(r.call_id in state.seen for r in conv.results):
+        if state.threads and any(r.key in state.seen for r in conv.results):
             return ["continuation"]
         return []
     if is_branch(previous, conv):
@@ -98,17 +103,31 @@ def remember_thread(
 def frozen_summary(
     state: SessionState, visible: set[str], rules: Rules, count: Callable[[str], int]
 ) -> str:
-    """The summary of failures the model can no longer see, newest per (tool, category),
-    within the record and token caps. Rendered once per compaction, then frozen."""
-    newest: dict[tuple[str, str], FailureRecord] = {}
+    """The summary of every distinct failure the model can no longer see, within the record
+    and token caps. Only to make room are older failures of one (tool, category) dropped
+    (newest kept), then the oldest. Rendered once per compaction, then frozen."""
+    distinct: dict[tuple[str, str, str, str], FailureRecord] = {}
     for record in state.records:
         if record.call_id not in visible:
-            newest.pop((record.operation, record.category), None)
-            newest[(record.operation, record.category)] = record
-    chosen = list(newest.values())[-rules.thresholds.summary_records :]
+            key = (record.operation, record.target, record.category, record.error)
+            distinct.pop(key, None)
+            distinct[key] = record
+    chosen = make_room(list(distinct.values()), rules.thresholds.summary_records)
     while chosen:
         text = render.summary(rules, chosen)
         if count(text) <= rules.thresholds.summary_tokens:
             return text
         chosen = chosen[1:]
     return ""
+
+
+def make_room(records: list[FailureRecord], cap: int) -> list[FailureRecord]:
+    """At most `cap` records, oldest first: while over the cap, drop the oldest record whose
+    (tool, category) has a newer one; when none has, drop the oldest."""
+    if len(records) <= cap:
+        return records
+    newest = {(r.operation, r.category): i for i, r in enumerate(records)}
+    duplicates = [i for i, r in enumerate(records) if newest[(r.operation, r.category)] != i]
+    drop = set(duplicates[: len(records) - cap])
+    kept = [r for i, r in enumerate(records) if i not in drop]
+    return kept[-cap:]

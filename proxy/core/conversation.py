@@ -61,6 +61,7 @@ class ToolResult:
         "call_id",
         "content",
         "is_error",
+        "key",
         "position",
     )
 
@@ -82,6 +83,7 @@ class ToolResult:
         self._read_text = read_text
         self.is_error = is_error
         self._text: str | None = None
+        self.key = call_id  # the result's identity, set by `identify()`
 
     @property
     def text(self) -> str:
@@ -100,6 +102,26 @@ class ToolResult:
     def tool(self) -> str:
         call = self.call
         return call.name if call else "unknown_tool_call"
+
+
+def identify(results: list[ToolResult]) -> None:
+    """Give each result its identity: the call id with a digest of the call it answers (tool
+    name and arguments), and `#n` for the n-th result of one identity in a request. Ids alone
+    collide (local servers send `call_0` every turn, or `""`). The output is left out on
+    purpose: agents rewrite old outputs (truncated, `[Old tool result content cleared]`), and
+    a rewritten output is still the same result."""
+    counts: dict[str, int] = {}
+    for result in results:
+        call = result.call
+        if call is None:
+            what = b""
+        else:
+            raw = call.raw_arguments
+            arguments = raw.encode() if isinstance(raw, str) else orjson.dumps(raw)
+            what = call.name.encode() + b"\0" + arguments[:2048]
+        base = f"{result.call_id}:{hashlib.blake2b(what, digest_size=6).hexdigest()}"
+        n = counts[base] = counts.get(base, 0) + 1
+        result.key = base if n == 1 else f"{base}#{n}"
 
 
 def text_of(content: Any) -> str:
@@ -138,6 +160,7 @@ class Conversation:
     ends_with_result: bool = False  # the newest tool result is the last item
     partial: bool = False  # the server holds earlier turns: absent items prove nothing
     thread: str = ""  # digest of system prompt + first user message
+    batch_start: int = 0  # results from this index on answer the latest assistant turn
     last_human: str = ""  # the latest user message a person typed (not tool output as text)
     # Assistant texts: (tool results before it, the human message before it, the text).
     assistant_texts: list[tuple[int, str, str]] = field(default_factory=list)

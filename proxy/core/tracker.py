@@ -22,7 +22,7 @@ from proxy.core.compaction import (
     remember_thread,
     visible_failures,
 )
-from proxy.core.conversation import Conversation, ToolResult
+from proxy.core.conversation import Conversation, ToolResult, identify
 from proxy.core.plan import Budget, Plan, fit_block
 from proxy.core.state import MAX_CALLS, MAX_RECORDS, Compaction, FailureRecord, SessionState
 from proxy.rules import Rules
@@ -50,10 +50,16 @@ def observe(
     """Update `state` from `conv` and return the plan for this request."""
     plan = Plan()
     thread = conv.thread
+    identify(conv.results)
     visible = visible_failures(state, conv, rules)
     marker = has_marker(conv, rules)
     signals = detect_compaction(state, conv, visible, marker)
-    new = [r for r in conv.results if r.call_id not in state.seen]
+    new = [r for r in conv.results if r.key not in state.seen]
+    # First sight of a conversation with history (proxy put in mid-session, state lost): its
+    # failures are recorded, but only the newest tool batch is annotated (history stays
+    # byte-identical: rewriting it would bust the provider's prompt cache).
+    quiet = len(new) == len(conv.results) and not conv.partial
+    history = {id(r) for r in conv.results[: conv.batch_start]} if quiet else set()
     if new:
         state.turn += 1
     loops.restart_on_human(state.loop, conv, rules, now)
@@ -68,22 +74,23 @@ def observe(
     _conversation_loops(state, conv, found, rules, plan, now)
     cache = verdicts if verdicts is not None else {}
     for result in new:
-        state.seen[result.call_id] = True
-        if result.call_id not in cache:
-            cache[result.call_id] = classify(rules, result.tool, result.text, result.is_error)
-        verdict = cache[result.call_id]
+        state.seen[result.key] = True
+        if result.key not in cache:
+            cache[result.key] = classify(rules, result.tool, result.text, result.is_error)
+        verdict = cache[result.key]
         if verdict.error and not is_cleared(result, rules):
-            visible.add(result.call_id)
-        text = _annotate(state, result, verdict, rules, budget, now, thread, plan)
+            visible.add(result.key)
+        quiet_one = id(result) in history
+        text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
         if text and not any(marker in result.text for marker in MARKERS):
-            state.annotations[result.call_id] = text
+            state.annotations[result.key] = text
     for result in conv.results:
-        text = state.annotations.get(result.call_id)
+        text = state.annotations.get(result.key)
         if text:
             plan.appends[result.position] = text
     last = conv.results[-1] if conv.results else None
-    if last and conv.ends_with_result and last.call_id in state.blocked:
-        plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
+    if last and conv.ends_with_result and last.key in state.blocked:
+        plan.reject = state.blocked[last.key]  # sticky until the conversation moves on
     if state.loop.reject and plan.reject is None:
         plan.reject = state.loop.reject
     plan.summary = state.summary
@@ -103,8 +110,10 @@ def _annotate(
     now: float,
     thread: str,
     plan: Plan,
+    quiet: bool = False,
 ) -> str:
-    """Record one newly seen result and render what goes after it ("" for nothing)."""
+    """Record one newly seen result and render what goes after it ("" for nothing). A `quiet`
+    result (history at first sight) is recorded, never annotated or escalated."""
     signature = call_signature(result, rules)
     state.calls.append(signature)
     state.loop.steps.append(loops.step(signature, verdict.error, result.text, result.call_id))
@@ -117,7 +126,7 @@ def _annotate(
         state.consecutive_failures += 1
         arguments = result.call.arguments if result.call else {}
         record = FailureRecord(
-            call_id=result.call_id,
+            call_id=result.key,
             operation=result.tool,
             target=target_of(arguments, rules),
             category=verdict.category,
@@ -129,11 +138,15 @@ def _annotate(
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
         plan.new_failures.append(verdict.category)
+        if quiet:
+            return ""
         notices += _repeat_notices(state, record, rules)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
         state.consecutive_failures = 0
+    if quiet:
+        return ""
     loop_notices, loop_escalations = _loop_notices(state, result, rules)
     notices += loop_notices
     escalations += loop_escalations
@@ -156,13 +169,17 @@ def _annotate(
     return text
 
 
+def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
+    """The same category of failure on the same target, whatever the tool (edit, then read,
+    then edit of one missing file is one blind retry); without a target, the same tool."""
+    if a.category != b.category or a.target != b.target:
+        return False
+    return bool(a.target) or a.operation == b.operation
+
+
 def _repeat_notices(state: SessionState, record: FailureRecord, rules: Rules) -> list[str]:
     th, t = rules.thresholds, rules.templates
-    count = sum(
-        1
-        for r in state.records
-        if (r.operation, r.target, r.category) == (record.operation, record.target, record.category)
-    )
+    count = sum(1 for r in state.records if same_failure(r, record))
     target = f'"{record.target}"' if record.target else record.operation
     if count >= th.repeat_stop:
         return [t["repeat_stop"].format(count=count, category=record.category, target=target)]
@@ -230,7 +247,7 @@ def _escalate(
     reason = "; ".join(reasons)
     plan.escalations += 1
     if action == "block":
-        state.blocked[result.call_id] = reason
+        state.blocked[result.key] = reason
     elif action == "webhook":
         plan.events.append(
             {

@@ -18,7 +18,7 @@ import orjson
 from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from proxy.core.plan import Plan
 from proxy.rules import Placement
-from proxy.wire.base import WireFormat, text_tokens
+from proxy.wire.base import CallQueue, WireFormat, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}
@@ -57,16 +57,21 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     if system:
         conv.texts.append(system)
     calls: dict[str, Any] = {}  # tool_use id -> raw tool_use block
+    turn = CallQueue()  # the latest assistant turn's calls: repeated ids answered in order
     last_result_at = -1
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
         role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            conv.batch_start = len(conv.results)
+            turn.clear()
         if role == "assistant" and isinstance(content, list):
             before = len(calls)
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     calls[str(block.get("id", ""))] = block
+                    turn.add(str(block.get("id", "")), block)
             if len(calls) == before:  # no tool call (a call brings a result: progress)
                 conv.assistant_said(text_of(content))
         elif role == "assistant" and isinstance(content, str):
@@ -88,7 +93,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                                 call_id,
                                 block.get("content"),
                                 (i, j),
-                                calls.get(call_id),
+                                turn.answer(call_id) or calls.get(call_id),
                                 flag if isinstance(flag, bool) else None,
                                 _tool_call,
                             )

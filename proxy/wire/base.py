@@ -25,6 +25,29 @@ def no_session_hint(headers: Headers, payload: Payload) -> str | None:
     return None
 
 
+class CallQueue:
+    """The calls of the latest assistant turn by id, each answered once, in order: parallel
+    calls that share an id (`""`, `call_0` from local model servers) each get their own
+    result instead of all naming the last one."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[Any]] = {}
+
+    def clear(self) -> None:
+        if self.calls:
+            self.calls = {}
+
+    def add(self, call_id: str, raw: Any) -> None:
+        self.calls.setdefault(call_id, []).append(raw)
+
+    def answer(self, call_id: str) -> Any:
+        """The first unanswered call with this id in the latest turn, or None."""
+        queue = self.calls.get(call_id)
+        return queue.pop(0) if queue else None
+
+
 @dataclass(frozen=True, slots=True)
 class WireFormat:
     """One API format. Functions, not methods: each format is a module of plain functions."""

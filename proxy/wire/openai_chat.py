@@ -13,7 +13,7 @@ from proxy import tokens
 from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from proxy.core.plan import Plan
 from proxy.rules import Placement
-from proxy.wire.base import WireFormat
+from proxy.wire.base import CallQueue, WireFormat
 from proxy.wire.openai_errors import chat_stream_error, error_body
 
 SMOL_PREFIX = "Call id: "
@@ -117,6 +117,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
     conv = Conversation(model=model, system="", first_user="", length=len(messages))
     calls: dict[str, Any] = {}  # call id -> raw OpenAI tool call (or a ToolCall); built lazily
+    turn = CallQueue()  # the latest assistant turn's calls: repeated ids answered in order
     last_result_at = -1
     last_function_call: ToolCall | None = None
     for index, message in enumerate(messages):
@@ -124,9 +125,12 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         role = message.get("role")
         if role == "assistant":
+            conv.batch_start = len(conv.results)
+            turn.clear()
             for raw in message.get("tool_calls") or ():
                 if isinstance(raw, dict):
                     calls[str(raw.get("id", ""))] = raw
+                    turn.add(str(raw.get("id", "")), raw)
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
                 last_function_call = ToolCall(
@@ -142,7 +146,12 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             call_id = str(message.get("tool_call_id", ""))
             conv.results.append(
                 ToolResult(
-                    call_id, message.get("content"), index, calls.get(call_id), None, _tool_call
+                    call_id,
+                    message.get("content"),
+                    index,
+                    turn.answer(call_id) or calls.get(call_id),
+                    None,
+                    _tool_call,
                 )
             )
             last_result_at = index

@@ -150,6 +150,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         kind = item.get("type")
         if kind in CALLS:
+            if conv.batch_start < len(conv.results):
+                conv.batch_start = len(conv.results)  # the first call of a new turn
             for key in ("call_id", "id"):  # a local shell output may name either
                 if item.get(key):
                     calls[str(item[key])] = item
@@ -165,6 +167,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 conv.first_user = conv.first_user or text
                 conv.human_said(text)
             elif role == "assistant":
+                conv.batch_start = len(conv.results)
                 conv.assistant_said(text_of(item.get("content")))
             elif role in SYSTEM_ROLES:
                 text = text_of(item.get("content"))
