@@ -12,7 +12,9 @@ import orjson
 
 from proxy import tokens
 from proxy.config import Settings
+from proxy.continuity import Continuity
 from proxy.core.classify import Verdict
+from proxy.core.conversation import Conversation
 from proxy.core.plan import Budget, Plan
 from proxy.core.state import SessionState
 from proxy.core.tracker import observe
@@ -20,7 +22,7 @@ from proxy.hook import UNCHANGED, ChatRequest, Rewrite
 from proxy.metrics import Metrics
 from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
-from proxy.session import session_key
+from proxy.session import FINGERPRINT, scoped, session_id, tenant_of
 from proxy.store import Store
 
 log = logging.getLogger("recovery_proxy")
@@ -47,6 +49,7 @@ class RecoveryPipeline:
         self.metrics = metrics
         self.client = client
         self.store_down = False
+        self.continuity = Continuity(store)
         self.background: set[asyncio.Task[None]] = set()
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
@@ -55,16 +58,9 @@ class RecoveryPipeline:
         conv = wire.parse(request.payload)
         if conv is None:
             return UNCHANGED
-        key = session_key(
-            request.headers,
-            request.payload,
-            rules.sessions,
-            conv.thread,
-            self.settings.session_salt,
-            wire.session_hint(request.headers, request.payload),
-        )
-        budget_numbers = self._budget_numbers(request, conv.model, rules)
         now = time.time()
+        key = await self._session(request, conv, rules, now)
+        budget_numbers = self._budget_numbers(request, conv.model, rules)
         verdicts: dict[str, Verdict] = {}
 
         def apply(state: SessionState) -> Plan:
@@ -84,6 +80,23 @@ class RecoveryPipeline:
             return UNCHANGED
         payload = wire.splice(request.payload, plan, rules.placement)
         return Rewrite(body=orjson.dumps(payload), injected=plan.injected)
+
+    async def _session(
+        self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
+    ) -> str:
+        """The session key: a named session (path, header, body), else the conversation a
+        fingerprint belongs to (linked across compaction; its own key if the store fails)."""
+        tenant = tenant_of(request.headers, self.settings.session_salt)
+        hint = request.wire.session_hint(request.headers, request.payload)
+        raw = session_id(
+            request.headers, request.payload, rules.sessions, conv.thread, hint, request.session
+        )
+        if raw.startswith(FINGERPRINT):
+            try:
+                return await self.continuity.key(tenant, conv, rules, now)
+            except Exception as exc:  # an outage here is met again (and counted) by _update
+                log.debug("continuity unavailable: %s", exc)
+        return scoped(tenant, raw)
 
     async def _update(self, key: str, apply: Any) -> Plan:
         """Run the tracker against the store; if the store is down, against an empty state

@@ -12,6 +12,7 @@ MAX_THREADS = 8
 MAX_COMPACTIONS = 20
 MAX_BLOCKED = 20
 MAX_PENDING = 4
+MAX_LINKS = 16
 
 
 class FailureRecord(BaseModel):
@@ -54,6 +55,13 @@ class LoopState(BaseModel):
     reject_length: int = 0
 
 
+class Link(BaseModel):
+    """In an agent's continuity index: the conversation a thread belongs to (proxy/continuity)."""
+
+    key: str
+    touched: float
+
+
 class SessionState(BaseModel):
     """Everything recovery-proxy keeps for one session."""
 
@@ -68,6 +76,7 @@ class SessionState(BaseModel):
     threads: dict[str, ThreadState] = Field(default_factory=dict)
     blocked: dict[str, str] = Field(default_factory=dict)  # call id -> reason (sticky block)
     loop: LoopState = Field(default_factory=LoopState)
+    links: dict[str, Link] = Field(default_factory=dict)  # continuity index states only
     updated: float = 0.0
 
     def trim(self) -> None:
@@ -82,6 +91,7 @@ class SessionState(BaseModel):
             (self.seen, MAX_SEEN),
             (self.threads, MAX_THREADS),
             (self.blocked, MAX_BLOCKED),
+            (self.links, MAX_LINKS),
         ):
             while len(mapping) > cap:
                 del mapping[next(iter(mapping))]

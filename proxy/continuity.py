@@ -1,0 +1,97 @@
+"""Header-less continuity: which conversation a fingerprinted request continues.
+
+Without a session id a request's key is a fingerprint of its system prompt and first user
+message. A compaction replaces the first user message, so the compacted request would open an
+empty session and never get its summary. A small index per tenant and agent (the system
+prompt's first paragraph) maps each thread fingerprint to the conversation it belongs to. A new
+thread joins an earlier conversation only on evidence: it carries tool results of exactly one
+of them, or it carries a summary marker and exactly one conversation of that agent was active
+recently. With no evidence, or several candidates (concurrent sessions of one agent under one
+key), it starts a conversation of its own: nothing is added rather than something wrong.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from proxy.core.compaction import has_marker
+from proxy.core.conversation import Conversation, identify
+from proxy.core.state import MAX_LINKS, Link, SessionState
+from proxy.rules import Rules
+from proxy.session import FINGERPRINT, scoped
+from proxy.store import Store
+
+RECENT_SECONDS = 3600.0  # a conversation idle longer is no candidate for a compacted thread
+TOUCH_SECONDS = 60.0  # how often a live thread refreshes its entry in the index
+CACHE_SIZE = 4096
+AGENT_CHARS = 1024
+
+
+def agent_of(system: str) -> str:
+    """The stable part of a system prompt: its first paragraph (LangChain-style agents append
+    the summary to the system prompt; volatile lines come later, if at all)."""
+    return system.split("\n\n", 1)[0][:AGENT_CHARS]
+
+
+class Continuity:
+    """Resolves fingerprinted requests to conversation keys; an LRU cache of resolved threads
+    keeps the hot path free of store reads."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.cache: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    async def key(self, tenant: str, conv: Conversation, rules: Rules, now: float) -> str:
+        """The session key for a request that named no session."""
+        index = scoped(tenant, "agent:" + agent_of(conv.system))
+        slot = f"{index}/{conv.thread}"
+        cached = self.cache.get(slot)
+        if cached is not None and now - cached[1] < TOUCH_SECONDS:
+            return cached[0]
+        own = scoped(tenant, FINGERPRINT + conv.thread)
+        known = await self.store.get(index)
+        link = known.links.get(conv.thread) if known else None
+        chosen = link.key if link else await self._choose(known, conv, rules, now, own)
+        key = await self.store.update(index, lambda state: _register(state, conv, chosen, now))
+        self.cache[slot] = (key, now)
+        self.cache.move_to_end(slot)
+        if len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return key
+
+    async def _choose(
+        self, known: SessionState | None, conv: Conversation, rules: Rules, now: float, own: str
+    ) -> str:
+        """The conversation a new thread continues, or `own` without unambiguous evidence."""
+        if known is None:
+            return own
+        candidates = {
+            link.key for link in known.links.values() if now - link.touched < RECENT_SECONDS
+        }
+        candidates.discard(own)
+        if not candidates:
+            return own
+        if conv.results:
+            identify(conv.results)
+            keys = {result.key for result in conv.results}
+            sharing = []
+            for candidate in sorted(candidates):
+                state = await self.store.get(candidate)
+                if state is not None and not keys.isdisjoint(state.seen):
+                    sharing.append(candidate)
+            if sharing:
+                return sharing[0] if len(sharing) == 1 else own
+        if len(candidates) == 1 and has_marker(conv, rules):
+            return candidates.pop()
+        return own
+
+
+def _register(state: SessionState, conv: Conversation, chosen: str, now: float) -> str:
+    """Record (or refresh) the thread's link; a link another replica made first wins."""
+    link = state.links.pop(conv.thread, None)
+    key = link.key if link else chosen
+    state.links[conv.thread] = Link(key=key, touched=now)  # most recently used last
+    while len(state.links) > MAX_LINKS:
+        del state.links[next(iter(state.links))]
+    state.updated = now
+    return key
