@@ -26,8 +26,10 @@ class ScriptedAgent:
         system: str = "You are a coding agent working in /repo.",
         task: str = "Fix the failing build.",
         model: str = "gpt-4o-mini",
+        prefix: str = "",
     ) -> None:
         self.client = client
+        self.prefix = prefix  # `/s/{session}` for a path-scoped session
         self.headers = {"Authorization": f"Bearer {api_key}"}
         if session:
             self.headers["X-Session-Id"] = session
@@ -73,7 +75,7 @@ class ScriptedAgent:
                 )
             )
             response = await self.client.post(
-                "/v1/chat/completions",
+                f"{self.prefix}/v1/chat/completions",
                 content=orjson.dumps({"model": self.model, "messages": self.messages}),
                 headers=self.headers,
             )

@@ -272,3 +272,84 @@ async def test_long_sessions_without_compaction_get_no_summary(client, kind, see
             assert SUMMARY_HEAD not in body["messages"][0]["content"]
     metrics = (await client.get("/metrics")).text
     assert "recovery_proxy_compactions_total 0.0" in metrics
+
+
+# ---- without any session header (issue 11) ----------------------------------------------
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_compaction_summary_without_any_session_header(client, shape) -> None:
+    """A header-less agent (fingerprint session): the compacted request is linked to the
+    conversation it continues, whatever it replaced (first user message, system prompt)."""
+    agent = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK)
+    lines = await history(agent)
+    agent.messages = SHAPES[shape](agent.messages)
+    await agent.send()
+    system = agent.system_text
+    assert SUMMARY_HEAD in system, shape
+    summary = system[system.index(SUMMARY_HEAD) :]
+    for line in lines.values():
+        assert line in summary, (shape, summary)
+    await agent.call("read_file", {"path": "package.json"}, '{"name": "app"}')
+    assert agent.system_text[agent.system_text.index(SUMMARY_HEAD) :] == summary  # frozen
+
+
+async def interleaved(client) -> tuple[ScriptedAgent, ScriptedAgent, dict[str, str]]:
+    """Two header-less sessions of one agent (same system prompt, same API key), interleaved."""
+    port = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK)
+    docs = ScriptedAgent(client, session=None, system=SYSTEM, task="Document the CLI flags.")
+    await port.call("read_file", {"path": "src/config.ts"}, "Error: ENOENT: no such file")
+    await docs.call("read_file", {"path": "docs/cli.md"}, "Error: ENOENT: no such file")
+    await port.call("bash", {"command": "cargo build"}, "error[E0308]: mismatched types")
+    await docs.call("bash", {"command": "mkdocs build"}, "ERROR - Config value 'nav': bad")
+    await port.call("read_file", {"path": "src/settings.ts"}, "export const port = 3000;")
+    await docs.call("read_file", {"path": "README.md"}, "# app\nUsage: app [flags]")
+    return port, docs, {"port": 'read_file("src/config.ts")', "docs": 'read_file("docs/cli.md")'}
+
+
+async def test_interleaved_headerless_sessions_one_compacting_with_shared_tail(client) -> None:
+    """The compacted request keeps its last exchange: it continues exactly one conversation,
+    which gets its own summary and nothing of the other's."""
+    port, docs, ops = await interleaved(client)
+    port.messages = SHAPES["gemini-cli"](port.messages) + port.messages[-2:]
+    await port.send()
+    system = port.system_text
+    assert ops["port"] in system and 'bash("cargo build")' in system
+    assert ops["docs"] not in system and "mkdocs" not in system
+    await docs.call("read_file", {"path": "mkdocs.yml"}, "site_name: app")
+    assert SUMMARY_HEAD not in docs.system_text
+
+
+async def test_interleaved_headerless_sessions_ambiguous_compaction_adds_nothing(client) -> None:
+    """A bare summary with nothing shared: either conversation could be the one it continues,
+    so the proxy adds no summary (rather than possibly the other session's failures)."""
+    port, _, _ = await interleaved(client)
+    port.messages = SHAPES["claude-code"](port.messages)
+    response = await port.send()
+    assert response.headers["x-recovery-proxy-injected"] == "0"
+    assert port.forwarded[-1]["messages"] == port.messages
+    await port.call("read_file", {"path": "docs/cli.md"}, "Error: ENOENT: no such file")
+    assert "Previous attempts (this session):\n  none" in port.last_tool_text
+
+
+async def test_headerless_compaction_from_another_tenant_is_never_linked(client) -> None:
+    agent = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK)
+    await history(agent)
+    other = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK, api_key="sk-tenant-b")
+    other.messages = SHAPES["claude-code"](agent.messages)
+    await other.send()
+    assert SUMMARY_HEAD not in other.system_text
+
+
+async def test_goose_notice_as_an_assistant_message_is_a_marker(client) -> None:
+    """Goose's compaction notice is an assistant message: a marker in any role."""
+    agent = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK)
+    lines = await history(agent)
+    agent.messages = [
+        agent.messages[0],
+        {"role": "user", "content": "Continue with the port change, please."},
+        {"role": "assistant", "content": "Your context was compacted. Summary: port change."},
+        {"role": "user", "content": "Go on."},
+    ]
+    await agent.send()
+    assert lines["read"] in agent.system_text

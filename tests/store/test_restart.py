@@ -184,3 +184,24 @@ def test_redis_outage_fails_open_and_heals(own_redis, mock_model, proxies) -> No
     assert "src/settings.ts" in system
     assert outages(proxy.metrics()) == 1.0
     assert "session store reachable again" in proxy.log.read_text()
+
+
+def test_three_edit_failures_on_three_files_survive_a_sqlite_restart(
+    request: pytest.FixtureRequest, mock_model, proxies
+) -> None:
+    """Every distinct failure is in the summary (dedup only to make room), also when the
+    records come back from SQLite in a new process."""
+    model, upstream = mock_model
+    proxy = proxies(upstream, store_spec("sqlite", request))
+    mismatch = "String to replace not found in file."
+    files = ("src/api/users.py", "src/api/orders.py", "src/api/billing.py")
+    messages = opening()
+    for n, path in enumerate(files):
+        messages.append(assistant_call(f"call_e{n}", "edit_file", path=path, old_string="def h("))
+        messages.append({"role": "tool", "tool_call_id": f"call_e{n}", "content": mismatch})
+        assert proxy.chat(messages, "three-edits").status_code == 200
+    proxy.restart()
+    assert proxy.chat(compacted(), "three-edits").status_code == 200
+    system = system_text(model.state.received[-1])
+    for path in files:
+        assert f'- [edit_mismatch] edit_file("{path}"): {mismatch}' in system

@@ -47,8 +47,10 @@ class ResponsesAgent:
         task: str = "Fix the rounding bug in invoice totals.",
         headers: dict[str, str] | None = None,
         chain: bool = False,
+        prefix: str = "",
     ) -> None:
         self.client = client
+        self.prefix = prefix  # `/s/{session}` for a path-scoped session
         self.headers = {"Authorization": "Bearer sk-proj-codex-tenant", **(headers or {})}
         self.chain = chain
         self.input: list[dict[str, Any]] = [user_item(task)]
@@ -91,7 +93,9 @@ class ResponsesAgent:
             route = mock.post(f"{UPSTREAM}/responses").mock(
                 return_value=httpx.Response(200, json=answer)
             )
-            response = await self.client.post("/v1/responses", content=raw, headers=self.headers)
+            response = await self.client.post(
+                f"{self.prefix}/v1/responses", content=raw, headers=self.headers
+            )
         self.sent.append(raw)
         self.responses.append(response)
         if route.called:
@@ -123,8 +127,10 @@ class ClaudeAgent:
         client: httpx.AsyncClient,
         task: str = "Fix the flaky retry test in src/retry.ts.",
         headers: dict[str, str] | None = None,
+        prefix: str = "",
     ) -> None:
         self.client = client
+        self.prefix = prefix  # `/s/{session}`: the ANTHROPIC_BASE_URL form
         self.headers = {
             "x-api-key": "sk-ant-api03-claude-tenant",
             "anthropic-version": "2023-06-01",
@@ -184,7 +190,7 @@ class ClaudeAgent:
                 return_value=httpx.Response(200, json={"type": "message", "content": []})
             )
             response = await self.client.post(
-                "/v1/messages?beta=true", content=raw, headers=self.headers
+                f"{self.prefix}/v1/messages?beta=true", content=raw, headers=self.headers
             )
         self.sent.append(raw)
         self.responses.append(response)
