@@ -104,14 +104,20 @@ class ToolResult:
         return call.name if call else "unknown_tool_call"
 
 
+STRONG_ID = 16  # ids this long are random per call (OpenAI, Anthropic, Responses): unique
+
+
 def identify(results: list[ToolResult]) -> None:
-    """Give each result its identity: the call id with a digest of the call it answers (tool
-    name and arguments), and `#n` for the n-th result of one identity in a request. Ids alone
-    collide (local servers send `call_0` every turn, or `""`). The output is left out on
-    purpose: agents rewrite old outputs (truncated, `[Old tool result content cleared]`), and
-    a rewritten output is still the same result."""
+    """Give each result its identity. A long id is unique and is the identity by itself. A
+    short or empty one may be reused (local model servers send `call_0` every turn, or `""`):
+    its identity adds a digest of the call it answers (tool name and arguments), and `#n` for
+    the n-th result of one identity in the request. The output is left out on purpose: agents
+    rewrite old outputs (truncated, `[Old tool result content cleared]`), and a rewritten
+    output is still the same result."""
     counts: dict[str, int] = {}
     for result in results:
+        if len(result.call_id) >= STRONG_ID:
+            continue  # the default key: the id
         call = result.call
         if call is None:
             what = b""
