@@ -92,6 +92,12 @@ SHAPES: dict[str, Callable[[Messages], Messages]] = {
     "goose": user_summary(
         "Your context was compacted. The previous conversation: port change in src/settings.ts."
     ),
+    "opencode": lambda m: [
+        m[0],
+        {"role": "user", "content": "What did we do so far?"},
+        {"role": "assistant", "content": "We are changing the port in src/settings.ts."},
+        {"role": "user", "content": "Continue with the next step."},
+    ],
     "gemini-cli": user_summary(
         "<state_snapshot>\n  <overall_goal>Change the port</overall_goal>\n</state_snapshot>"
     ),
