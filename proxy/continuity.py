@@ -5,9 +5,10 @@ message. A compaction replaces the first user message, so the compacted request 
 empty session and never get its summary. A small index per tenant and agent (the system
 prompt's first paragraph) maps each thread fingerprint to the conversation it belongs to. A new
 thread joins an earlier conversation only on evidence: it carries tool results of exactly one
-of them, or it carries a summary marker and exactly one conversation of that agent was active
-recently. With no evidence, or several candidates (concurrent sessions of one agent under one
-key), it starts a conversation of its own: nothing is added rather than something wrong.
+of them (results with short, reusable ids only next to a summary marker), or it carries a
+summary marker and exactly one conversation of that agent was active recently. With no
+evidence, or several candidates (concurrent sessions of one agent under one key), it starts a
+conversation of its own: nothing is added rather than something wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from proxy.core.compaction import has_marker
-from proxy.core.conversation import Conversation, identify
+from proxy.core.conversation import STRONG_ID, Conversation, identify
 from proxy.core.state import MAX_LINKS, Link, SessionState
 from proxy.rules import Rules
 from proxy.session import FINGERPRINT, scoped
@@ -71,9 +72,12 @@ class Continuity:
         candidates.discard(own)
         if not candidates:
             return own
-        if conv.results:
-            identify(conv.results)
-            keys = {result.key for result in conv.results}
+        marker = has_marker(conv, rules)
+        # A short id (`call_0`) may be in two unrelated conversations of a local model: it
+        # counts as evidence only next to a marker; a long (random) id counts by itself.
+        identify(conv.results)
+        keys = {r.key for r in conv.results if marker or len(r.call_id) >= STRONG_ID}
+        if keys:
             sharing = []
             for candidate in sorted(candidates):
                 state = await self.store.get(candidate)
@@ -81,7 +85,7 @@ class Continuity:
                     sharing.append(candidate)
             if sharing:
                 return sharing[0] if len(sharing) == 1 else own
-        if len(candidates) == 1 and has_marker(conv, rules):
+        if len(candidates) == 1 and marker:
             return candidates.pop()
         return own
 

@@ -359,3 +359,29 @@ async def test_goose_notice_as_an_assistant_message_is_a_marker(client) -> None:
     ]
     await agent.send()
     assert lines["read"] in agent.system_text
+
+
+async def test_a_new_headerless_session_reusing_short_ids_is_not_linked(client) -> None:
+    """Local model servers send `call_0` in every conversation: an identical first call in a
+    new conversation (no marker) is no evidence that it continues another one."""
+
+    def read_readme(agent: ScriptedAgent) -> None:
+        call = {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "README.md"}'},
+        }
+        agent.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        agent.messages.append(
+            {"role": "tool", "tool_call_id": "call_0", "content": "Error: ENOENT: README.md"}
+        )
+
+    first = ScriptedAgent(client, session=None, system=SYSTEM, task=TASK)
+    read_readme(first)
+    await first.send()
+    await first.call("read_file", {"path": "src/config.ts"}, "Error: ENOENT: src/config.ts")
+    second = ScriptedAgent(client, session=None, system=SYSTEM, task="Write the changelog.")
+    read_readme(second)
+    await second.send()
+    await second.call("read_file", {"path": "src/config.ts"}, "Error: ENOENT: src/config.ts")
+    assert "Previous attempts (this session):\n  none" in second.last_tool_text
