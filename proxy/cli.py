@@ -29,6 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
     )
+    serve.add_argument(
+        "--gemini-upstream",
+        help="Gemini base URL (default https://generativelanguage.googleapis.com)",
+    )
+    serve.add_argument(
+        "--models", type=Path, help="LiteLLM model_list YAML: these models go through litellm"
+    )
     serve.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
     serve.add_argument(
         "--store",
@@ -82,7 +89,15 @@ def serve_settings(args: argparse.Namespace) -> Settings:
 
     overrides = {
         key: value
-        for key in ("host", "port", "upstream", "anthropic_upstream", "rules")
+        for key in (
+            "host",
+            "port",
+            "upstream",
+            "anthropic_upstream",
+            "gemini_upstream",
+            "rules",
+            "models",
+        )
         if (value := getattr(args, key)) is not None
     }
     return Settings(**overrides, store=store_spec(args.store))
@@ -102,13 +117,13 @@ def serve(args: argparse.Namespace) -> int:
     try:
         settings = serve_settings(args)
         check_spec(settings.store)
+        app = create_app(settings)
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     except ValueError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
-    app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
     return 0
 
