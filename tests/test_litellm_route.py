@@ -191,7 +191,7 @@ async def test_provider_errors_come_back_in_openais_shape_with_the_providers_sta
             response = await client.post(
                 "/v1/chat/completions", json=chat(), headers={"Authorization": CLIENT_KEY}
             )
-    assert response.status_code == 429
+    assert response.status_code == 429 and response.headers["retry-after"] == "17"
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
     assert error["type"] == "rate_limit_error" and "per-minute rate limit" in error["message"]
