@@ -81,6 +81,9 @@ class RecoveryProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
+            if self.settings.require_credential and not _has_credential(scope):
+                await self._unauthenticated(scope, send)
+                return
             wire = self.routes.get(path)
             if wire is None and self.matched and scope["method"] == "POST":
                 wire = next((w for w in self.matched if w.path_match(path)), None)
@@ -91,6 +94,13 @@ class RecoveryProxy:
                 await self._passthrough(scope, receive, send)
                 return
         await self.control(scope, receive, send)
+
+    async def _unauthenticated(self, scope: Scope, send: Send) -> None:
+        """401 in the wire format's shape: `require_credential` refuses anonymous callers."""
+        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
+        wire = self.routes.get(scope["path"]) or for_passthrough(scope["path"], names)
+        message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
+        await send_error(send, 401, wire.error_body(401, message, "missing_credential"))
 
     async def _rewritten(
         self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
@@ -110,6 +120,11 @@ class RecoveryProxy:
             await send_error(send, 413, errors(413, message, "request_too_large"))
             return
         except ClientGone:
+            return
+        try:  # checked before the rewrite: a refused request leaves no trace in the session
+            forward_headers = upstream_headers(raw_headers, keep_length=False)
+        except HeaderError as exc:
+            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
             return
         rewrite = UNCHANGED
         params: dict[str, Any] | None = None
@@ -141,12 +156,11 @@ class RecoveryProxy:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
             await self._watched(receive, litellm_route.respond(send, routed, params, extra))
             return
-        out = body if rewrite.body is None else rewrite.body
-        try:
-            forward_headers = upstream_headers(raw_headers, rewrite.body is not None, len(out))
-        except HeaderError as exc:
-            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
-            return
+        out = body
+        if rewrite.body is not None:
+            out = rewrite.body
+            forward_headers.popall("content-encoding", None)  # the new body is plain JSON
+        forward_headers["content-length"] = str(len(out))
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
         await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, wire)
 
@@ -170,7 +184,7 @@ class RecoveryProxy:
             body_read = asyncio.Event()
             body = stream_body(receive, body_read)
         try:
-            forward_headers = upstream_headers(raw_headers, False, None)
+            forward_headers = upstream_headers(raw_headers, keep_length=True)
         except HeaderError as exc:
             await send_error(send, 400, wire.error_body(400, str(exc), "invalid_header"))
             return
@@ -257,6 +271,17 @@ def _length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None
         elif name == b"content-encoding":
             encoding = value.decode("latin-1").strip().lower() or None
     return declared, encoding
+
+
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
+
+
+def _has_credential(scope: Scope) -> bool:
+    """Whether the caller sent a non-empty credential header (or Gemini's `key=` parameter)."""
+    if any(k in CREDENTIALS and v.strip() for k, v in scope["headers"]):
+        return True
+    query: bytes = scope.get("query_string", b"")
+    return query.startswith(b"key=") or b"&key=" in query
 
 
 def _escapes(path: str) -> bool:

@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     max_connections: int = Field(200, gt=0, description="upstream connection pool size")
     keepalive_timeout: float = Field(30.0, gt=0, description="idle upstream connections close")
 
+    sqlite_busy_timeout: float = Field(1.0, gt=0, description="wait for a locked SQLite file")
+    require_credential: bool = Field(
+        False, description="refuse requests without a credential (else they share one tenant)"
+    )
     session_salt: str = Field("recovery-proxy", description="salt for credential hashes")
     session_ttl_seconds: int = Field(24 * 3600, gt=0)
     max_sessions: int = Field(10_000, gt=0)

@@ -69,21 +69,17 @@ def new_session(settings: Settings) -> aiohttp.ClientSession:
     )
 
 
-def upstream_headers(
-    raw: list[tuple[bytes, bytes]], body_changed: bool, body_length: int | None
-) -> CIMultiDict[str]:
-    """Request headers for the upstream hop: everything but hop-by-hop headers.
+def upstream_headers(raw: list[tuple[bytes, bytes]], keep_length: bool) -> CIMultiDict[str]:
+    """Request headers for the upstream hop: everything but hop-by-hop headers (the client's
+    `content-length` too, unless `keep_length`: a streamed body keeps it).
 
     Without an `accept-encoding` from the client we ask for `identity`, so the client never
-    receives an encoding it did not ask for. `body_length` (when the body is in hand) becomes
-    the new `content-length`; a streamed body keeps the client's.
+    receives an encoding it did not ask for.
     """
     out: CIMultiDict[str] = CIMultiDict()
     encoding = False
     for name, value in raw:
-        if name in HOP_BY_HOP and not (name == b"content-length" and body_length is None):
-            continue
-        if body_changed and name == b"content-encoding":
+        if name in HOP_BY_HOP and not (keep_length and name == b"content-length"):
             continue
         try:
             text = value.decode()
@@ -93,8 +89,6 @@ def upstream_headers(
         encoding = encoding or name == b"accept-encoding"
     if not encoding:
         out["accept-encoding"] = "identity"
-    if body_length is not None:
-        out["content-length"] = str(body_length)
     return out
 
 
