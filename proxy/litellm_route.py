@@ -121,11 +121,9 @@ async def respond(
     extra_headers: list[tuple[bytes, bytes]],
 ) -> None:
     """Call the provider through litellm and answer in OpenAI's shape."""
-    litellm = _import()
-    kwargs = completion_kwargs(payload, params)
-    stream = bool(kwargs.get("stream"))
+    stream = bool(payload.get("stream"))
     try:
-        response = await litellm.acompletion(**kwargs)
+        response = await _import().acompletion(**completion_kwargs(payload, params))
     except Exception as exc:  # litellm maps provider errors to its OpenAI-style exceptions
         status, body = _error(exc)
         log.warning("litellm route %s: %s (%d)", params.get("model"), type(exc).__name__, status)
