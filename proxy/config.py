@@ -17,7 +17,9 @@ class Settings(BaseSettings):
     port: int = Field(8787, ge=0, le=65535)
     upstream: str = "https://api.openai.com/v1"
     anthropic_upstream: str = "https://api.anthropic.com"
+    gemini_upstream: str = "https://generativelanguage.googleapis.com"
     rules: Path | None = Field(None, description="rules directory; default: the bundled rules")
+    models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
     store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
     redis_prefix: str = "recovery-proxy:"
 
@@ -40,7 +42,7 @@ class Settings(BaseSettings):
     log_bodies: bool = False
     hot_reload: bool = True
 
-    @field_validator("upstream", "anthropic_upstream")
+    @field_validator("upstream", "anthropic_upstream", "gemini_upstream")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):

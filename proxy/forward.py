@@ -98,6 +98,11 @@ def response_headers(raw: tuple[tuple[bytes, bytes], ...]) -> list[tuple[bytes, 
     return [(k, v) for k, v in raw if k.lower() not in RESPONSE_DROP]
 
 
+def _no_query(url: str) -> str:
+    """A URL fit for a log line: the query may carry an API key (Gemini's `?key=`)."""
+    return url.split("?", 1)[0]
+
+
 class Upstream:
     """Sends one request to an upstream base URL and relays the answer without parsing it."""
 
@@ -135,13 +140,13 @@ class Upstream:
                 )
         except TimeoutError:
             self.metrics.upstream_errors.labels("timeout").inc()
-            log.warning("upstream timeout: %s %s", method, url)
+            log.warning("upstream timeout: %s %s", method, _no_query(url))
             message = f"Upstream sent no response headers within {self.read_timeout:g}s."
             await send_error(send, 504, wire.error_body(504, message, "upstream_timeout"))
             return
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             self.metrics.upstream_errors.labels("unreachable").inc()
-            log.warning("upstream unreachable: %s %s (%s)", method, url, exc)
+            log.warning("upstream unreachable: %s %s (%s)", method, _no_query(url), exc)
             message = f"Upstream unreachable: {type(exc).__name__}: {exc}"
             await send_error(send, 502, wire.error_body(502, message, "upstream_unreachable"))
             return
