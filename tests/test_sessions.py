@@ -249,3 +249,24 @@ async def test_requests_without_json_messages_are_untouched_by_session_lookup(cl
         )
     assert response.status_code == 200
     assert route.calls.last.request.content == raw
+
+
+async def test_a_result_first_seen_in_history_is_recorded_not_annotated(client) -> None:
+    """Also mid-session (not only on a first request): a result the proxy never saw that sits
+    before the newest turn stays as sent; it still counts as an earlier attempt."""
+    agent = ScriptedAgent(client, session="late-result")
+    await agent.call("list_dir", {"path": "src"}, "app.py\ndb.py")
+    agent.add_call("read_file", {"path": "src/cache.py"}, enoent("src/cache.py"))
+    agent.add_call("read_file", {"path": "src/cache.py"}, enoent("src/cache.py"))
+    await agent.send()
+    older, newest = tool_texts(agent)[-2:]
+    assert older == enoent("src/cache.py")
+    assert '  1. read_file("src/cache.py") -> not_found' in newest
+
+
+async def test_an_assistant_prefill_after_the_results_keeps_them_the_newest_batch(client) -> None:
+    agent = ScriptedAgent(client, session="prefill")
+    agent.add_call("read_file", {"path": "src/cache.py"}, enoent("src/cache.py"))
+    agent.messages.append({"role": "assistant", "content": "The file is missing, so"})
+    await agent.send()
+    assert "[Error Recovery Context]" in tool_texts(agent)[-1]

@@ -55,11 +55,10 @@ def observe(
     marker = has_marker(conv, rules)
     signals = detect_compaction(state, conv, visible, marker)
     new = [r for r in conv.results if r.key not in state.seen]
-    # First sight of a conversation with history (proxy put in mid-session, state lost): its
-    # failures are recorded, but only the newest tool batch is annotated (history stays
-    # byte-identical: rewriting it would bust the provider's prompt cache).
-    quiet = len(new) == len(conv.results) and not conv.partial
-    history = {id(r) for r in conv.results[: conv.batch_start]} if quiet else set()
+    # A result first seen in history (proxy put in mid-session, state lost or evicted) is
+    # recorded, but only the newest tool batch is annotated: history stays byte-identical
+    # (rewriting it would bust the provider's prompt cache for the whole conversation).
+    history = {id(r) for r in conv.results[: conv.batch_start]}
     if new:
         state.turn += 1
     loops.restart_on_human(state.loop, conv, rules, now)

@@ -64,7 +64,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         role, content = message.get("role"), message.get("content")
         if role == "assistant":
-            conv.batch_start = len(conv.results)
+            if i < len(messages) - 1:  # a trailing assistant text is a prefill
+                conv.batch_start = len(conv.results)
             turn.clear()
         if role == "assistant" and isinstance(content, list):
             before = len(calls)

@@ -111,7 +111,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         parts = content.get("parts")
         parts = parts if isinstance(parts, list) else []
         if content.get("role") == "model":
-            conv.batch_start = len(conv.results)
+            if i < len(contents) - 1:  # a trailing model text is a prefill
+                conv.batch_start = len(conv.results)
             for part in parts:
                 call = _function_call(part) if isinstance(part, Mapping) else None
                 if call is None:

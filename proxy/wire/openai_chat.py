@@ -125,7 +125,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         role = message.get("role")
         if role == "assistant":
-            conv.batch_start = len(conv.results)
+            if index < len(messages) - 1:  # a trailing assistant text is a prefill
+                conv.batch_start = len(conv.results)
             turn.clear()
             for raw in message.get("tool_calls") or ():
                 if isinstance(raw, dict):

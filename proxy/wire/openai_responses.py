@@ -167,7 +167,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 conv.first_user = conv.first_user or text
                 conv.human_said(text)
             elif role == "assistant":
-                conv.batch_start = len(conv.results)
+                if index < len(items) - 1:  # a trailing assistant text is a prefill
+                    conv.batch_start = len(conv.results)
                 conv.assistant_said(text_of(item.get("content")))
             elif role in SYSTEM_ROLES:
                 text = text_of(item.get("content"))
