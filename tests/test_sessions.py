@@ -270,3 +270,42 @@ async def test_an_assistant_prefill_after_the_results_keeps_them_the_newest_batc
     agent.messages.append({"role": "assistant", "content": "The file is missing, so"})
     await agent.send()
     assert "[Error Recovery Context]" in tool_texts(agent)[-1]
+
+
+async def test_path_sessions_on_gemini_generate_content(client) -> None:
+    """`GOOGLE_GEMINI_BASE_URL=http://HOST/s/ID`: the model path is routed after the prefix."""
+    path = "/v1beta/models/gemini-2.5-pro:generateContent"
+    missing = "File not found: /home/dev/invoice/src/totals.py"
+
+    def turn(n: int) -> list[dict[str, Any]]:
+        call = {"name": "read_file", "args": {"file_path": "/home/dev/invoice/src/totals.py"}}
+        answer = {"name": "read_file", "response": {"error": missing}}
+        return [
+            {"role": "model", "parts": [{"functionCall": {**call, "id": f"read_file-{n}"}}]},
+            {"role": "user", "parts": [{"functionResponse": {**answer, "id": f"read_file-{n}"}}]},
+        ]
+
+    async def send(session: str, turns: int) -> dict[str, Any]:
+        contents: list[dict[str, Any]] = [
+            {"role": "user", "parts": [{"text": "Fix the rounding bug in invoice totals."}]}
+        ]
+        for n in range(turns):
+            contents += turn(n)
+        with upstream_mock() as mock:
+            route = mock.post(f"{UPSTREAM.removesuffix('/v1')}{path}").respond(200, json={})
+            response = await client.post(
+                f"/s/{session}{path}",
+                json={"contents": contents},
+                headers={"x-goog-api-key": "AIza-gemini-tenant"},
+            )
+        assert response.status_code == 200
+        assert route.calls.last.request.url.path == path  # prefix removed
+        return orjson.loads(route.calls.last.request.content)
+
+    await send("gemini-a", 1)
+    await send("gemini-b", 1)
+    second_a = await send("gemini-a", 2)
+    text = orjson.dumps(second_a["contents"][-1]).decode()
+    assert "has happened 2 times" in text
+    second_b = orjson.dumps((await send("gemini-b", 2))["contents"][-1]).decode()
+    assert "has happened 2 times" in second_b and "STOP" not in second_b  # its own count
