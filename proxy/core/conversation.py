@@ -7,6 +7,7 @@ the core: the adapter hands it in and gets it back, as a key of `Plan.appends`.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,21 @@ class ToolResult:
             raw = self._call = self._read_call(raw) if self._read_call else None
         return raw
 
+    def call_bytes(self) -> bytes:
+        """The call this result answers, as bytes to digest (the raw wire call when it is one:
+        no ToolCall is built for it)."""
+        raw = self._call
+        if raw is None:
+            return b""
+        if isinstance(raw, ToolCall):
+            arguments = raw.raw_arguments
+            dumped = arguments.encode() if isinstance(arguments, str) else orjson.dumps(arguments)
+            return raw.name.encode() + b"\0" + dumped
+        try:
+            return orjson.dumps(raw)
+        except TypeError:  # not JSON (a raw object of some other kind): its type only
+            return type(raw).__name__.encode()
+
     @property
     def tool(self) -> str:
         call = self.call
@@ -118,14 +134,7 @@ def identify(results: list[ToolResult]) -> None:
     for result in results:
         if len(result.call_id) >= STRONG_ID:
             continue  # the default key: the id
-        call = result.call
-        if call is None:
-            what = b""
-        else:
-            raw = call.raw_arguments
-            arguments = raw.encode() if isinstance(raw, str) else orjson.dumps(raw)
-            what = call.name.encode() + b"\0" + arguments[:2048]
-        base = f"{result.call_id}:{hashlib.blake2b(what, digest_size=6).hexdigest()}"
+        base = f"{result.call_id}:{zlib.crc32(result.call_bytes()):08x}"
         n = counts[base] = counts.get(base, 0) + 1
         result.key = base if n == 1 else f"{base}#{n}"
 

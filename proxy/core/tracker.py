@@ -54,11 +54,11 @@ def observe(
     visible = visible_failures(state, conv, rules)
     marker = has_marker(conv, rules)
     signals = detect_compaction(state, conv, visible, marker)
-    new = [r for r in conv.results if r.key not in state.seen]
+    seen = state.seen
+    new = [(i, r) for i, r in enumerate(conv.results) if r.key not in seen]
     # A result first seen in history (proxy put in mid-session, state lost or evicted) is
-    # recorded, but only the newest tool batch is annotated: history stays byte-identical
-    # (rewriting it would bust the provider's prompt cache for the whole conversation).
-    history = {id(r) for r in conv.results[: conv.batch_start]}
+    # recorded, but only the newest tool batch (from `batch_start`) is annotated: history
+    # stays byte-identical (rewriting it would bust the provider's prompt cache).
     if new:
         state.turn += 1
     loops.restart_on_human(state.loop, conv, rules, now)
@@ -72,14 +72,14 @@ def observe(
         found.escalations += more.escalations
     _conversation_loops(state, conv, found, rules, plan, now)
     cache = verdicts if verdicts is not None else {}
-    for result in new:
+    for index, result in new:
         state.seen[result.key] = True
         if result.key not in cache:
             cache[result.key] = classify(rules, result.tool, result.text, result.is_error)
         verdict = cache[result.key]
         if verdict.error and not is_cleared(result, rules):
             visible.add(result.key)
-        quiet_one = id(result) in history
+        quiet_one = index < conv.batch_start
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
         if text and not any(marker in result.text for marker in MARKERS):
             state.annotations[result.key] = text

@@ -26,6 +26,11 @@ ERROR_TYPES |= {409: "invalid_request_error"}
 ERROR_TYPES |= {413: "request_too_large", 502: "api_error", 504: "timeout_error"}
 
 
+def _block_id(block: dict[str, Any]) -> str | None:
+    """A tool_use block's id; None for other blocks (text, thinking)."""
+    return str(block.get("id", "")) if block.get("type") == "tool_use" else None
+
+
 def _tool_call(block: dict[str, Any]) -> ToolCall:
     """A ToolCall from a `tool_use` block (read on first use, not at parse)."""
     return ToolCall(str(block.get("id", "")), str(block.get("name", "")), block.get("input"))
@@ -57,7 +62,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     if system:
         conv.texts.append(system)
     calls: dict[str, Any] = {}  # tool_use id -> raw tool_use block
-    turn = CallQueue()  # the latest assistant turn's calls: repeated ids answered in order
+    turn: CallQueue | None = None  # the latest turn's calls, when their ids repeat
     last_result_at = -1
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -66,13 +71,12 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         if role == "assistant":
             if i < len(messages) - 1:  # a trailing assistant text is a prefill
                 conv.batch_start = len(conv.results)
-            turn.clear()
+            turn = CallQueue.of(content, _block_id)
         if role == "assistant" and isinstance(content, list):
             before = len(calls)
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     calls[str(block.get("id", ""))] = block
-                    turn.add(str(block.get("id", "")), block)
             if len(calls) == before:  # no tool call (a call brings a result: progress)
                 conv.assistant_said(text_of(content))
         elif role == "assistant" and isinstance(content, str):
@@ -94,7 +98,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                                 call_id,
                                 block.get("content"),
                                 (i, j),
-                                turn.answer(call_id) or calls.get(call_id),
+                                (turn and turn.answer(call_id)) or calls.get(call_id),
                                 flag if isinstance(flag, bool) else None,
                                 _tool_call,
                             )

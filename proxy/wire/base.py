@@ -31,24 +31,32 @@ def no_session_hint(headers: Headers, payload: Payload) -> str | None:
 
 
 class CallQueue:
-    """The calls of the latest assistant turn by id, each answered once, in order: parallel
-    calls that share an id (`""`, `call_0` from local model servers) each get their own
-    result instead of all naming the last one."""
+    """The calls of one assistant turn whose ids repeat (`""`, `call_0` from local model
+    servers), each answered once, in order: parallel calls that share an id each get their own
+    result instead of all naming the last one. Built only for such turns (`of`)."""
 
     __slots__ = ("calls",)
 
-    def __init__(self) -> None:
-        self.calls: dict[str, list[Any]] = {}
+    def __init__(self, calls: dict[str, list[Any]]) -> None:
+        self.calls = calls
 
-    def clear(self) -> None:
-        if self.calls:
-            self.calls = {}
-
-    def add(self, call_id: str, raw: Any) -> None:
-        self.calls.setdefault(call_id, []).append(raw)
+    @classmethod
+    def of(cls, raws: Any, id_of: Callable[[Any], str | None]) -> CallQueue | None:
+        """A queue for a turn's raw calls (`id_of` None: not a call), or None when no id
+        repeats (the common case)."""
+        if not isinstance(raws, list) or len(raws) < 2:
+            return None
+        calls: dict[str, list[Any]] = {}
+        count = 0
+        for raw in raws:
+            call_id = id_of(raw) if isinstance(raw, dict) else None
+            if call_id is not None:
+                calls.setdefault(call_id, []).append(raw)
+                count += 1
+        return cls(calls) if len(calls) < count else None
 
     def answer(self, call_id: str) -> Any:
-        """The first unanswered call with this id in the latest turn, or None."""
+        """The first unanswered call with this id in the turn, or None."""
         queue = self.calls.get(call_id)
         return queue.pop(0) if queue else None
 

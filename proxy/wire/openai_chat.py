@@ -102,6 +102,10 @@ def _smol_error_call(body: str, call_id: str) -> ToolCall:
     return ToolCall(call_id, name, arguments)
 
 
+def _call_id(raw: dict[str, Any]) -> str | None:
+    return str(raw.get("id", ""))
+
+
 def _tool_call(raw: Any) -> ToolCall:
     """A ToolCall from an OpenAI `tool_calls[]` entry (read on first use, not at parse)."""
     fn = raw.get("function")
@@ -117,7 +121,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
     conv = Conversation(model=model, system="", first_user="", length=len(messages))
     calls: dict[str, Any] = {}  # call id -> raw OpenAI tool call (or a ToolCall); built lazily
-    turn = CallQueue()  # the latest assistant turn's calls: repeated ids answered in order
+    turn: CallQueue | None = None  # the latest turn's calls, when its ids repeat
     last_result_at = -1
     last_function_call: ToolCall | None = None
     for index, message in enumerate(messages):
@@ -127,11 +131,11 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         if role == "assistant":
             if index < len(messages) - 1:  # a trailing assistant text is a prefill
                 conv.batch_start = len(conv.results)
-            turn.clear()
-            for raw in message.get("tool_calls") or ():
+            tool_calls = message.get("tool_calls") or ()
+            for raw in tool_calls:
                 if isinstance(raw, dict):
                     calls[str(raw.get("id", ""))] = raw
-                    turn.add(str(raw.get("id", "")), raw)
+            turn = CallQueue.of(tool_calls, _call_id) if len(tool_calls) > 1 else None
             legacy = message.get("function_call")
             if isinstance(legacy, dict):
                 last_function_call = ToolCall(
@@ -150,7 +154,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                     call_id,
                     message.get("content"),
                     index,
-                    turn.answer(call_id) or calls.get(call_id),
+                    (turn and turn.answer(call_id)) or calls.get(call_id),
                     None,
                     _tool_call,
                 )
