@@ -193,6 +193,7 @@ def test_client_tool_errors_get_recovery_blocks(name: str) -> None:
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,  # a missing frameworks venv still fails
     reason="gap: on a previous_response_id chain the failed call is not in the request, so "
     "the block says `unknown_tool_call()` and different failing tools share one record",
 )
