@@ -1,10 +1,12 @@
 """Classification throughput on one core: corpus-sized results and 1 MB results.
 
-python -m bench.classify
+python -m bench.classify             throughput
+python -m bench.classify --report    precision/recall per corpus and per category
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +28,11 @@ def rate(rules, items: list[tuple[str, str]], seconds: float = 2.0) -> tuple[flo
 
 
 def main() -> None:
+    if "--report" in sys.argv[1:]:
+        from tests.corpus import CORPORA, report
+
+        print("\n\n".join(report(path) for path in CORPORA))
+        return
     rules = load_rules()
     corpus = [(e["tool"], e["content"]) for e in yaml.safe_load(CORPUS.read_text())]
     big_ok = ("read_file", "def handler(request):\n    return process(request)\n" * 20_000)

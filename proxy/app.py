@@ -18,6 +18,7 @@ import orjson
 from fastapi import FastAPI
 from starlette.responses import JSONResponse, Response
 
+from proxy import litellm_route
 from proxy.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -34,7 +35,9 @@ from proxy.config import Settings
 from proxy.forward import HeaderError, Upstream, new_session, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from proxy.metrics import Metrics
+from proxy.models import load_models
 from proxy.wire import FORMATS, WireFormat, for_passthrough
+from proxy.wire.base import exact_paths_only
 
 log = logging.getLogger("recovery_proxy")
 
@@ -51,7 +54,11 @@ class RecoveryProxy:
         self.rewriter: Rewriter | None = None
         self.upstream: Upstream | None = None
         self.ready = False
+        self.models = load_models(settings.models) if settings.models else {}
         self.routes = {path: wire for wire in FORMATS for path in wire.paths}
+        self.matched = [wire for wire in FORMATS if wire.path_match is not exact_paths_only]
+        other = (p for w in FORMATS for p in w.passthrough_prefixes if not p.startswith("/v1/"))
+        self.roots = ("/v1/", *other)
         names = [wire.name for wire in FORMATS] + ["passthrough"]
         self._requests = {name: self.metrics.requests.labels(name) for name in names}
         self.control = _control_app(self)
@@ -74,14 +81,26 @@ class RecoveryProxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
+            if self.settings.require_credential and not _has_credential(scope):
+                await self._unauthenticated(scope, send)
+                return
             wire = self.routes.get(path)
+            if wire is None and self.matched and scope["method"] == "POST":
+                wire = next((w for w in self.matched if w.path_match(path)), None)
             if wire is not None and scope["method"] == "POST":
                 await self._rewritten(scope, receive, send, wire)
                 return
-            if path.startswith("/v1/"):
+            if path.startswith(self.roots):
                 await self._passthrough(scope, receive, send)
                 return
         await self.control(scope, receive, send)
+
+    async def _unauthenticated(self, scope: Scope, send: Send) -> None:
+        """401 in the wire format's shape: `require_credential` refuses anonymous callers."""
+        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
+        wire = self.routes.get(scope["path"]) or for_passthrough(scope["path"], names)
+        message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
+        await send_error(send, 401, wire.error_body(401, message, "missing_credential"))
 
     async def _rewritten(
         self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
@@ -102,7 +121,13 @@ class RecoveryProxy:
             return
         except ClientGone:
             return
+        try:  # checked before the rewrite: a refused request leaves no trace in the session
+            forward_headers = upstream_headers(raw_headers, keep_length=False)
+        except HeaderError as exc:
+            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
+            return
         rewrite = UNCHANGED
+        params: dict[str, Any] | None = None
         if plain is not None:
             try:
                 payload = orjson.loads(plain)
@@ -114,19 +139,28 @@ class RecoveryProxy:
                 message = f"The request body must be a JSON object, got {type(payload).__name__}."
                 await send_error(send, 400, errors(400, message, "invalid_body"))
                 return
+            params = self._routed(wire, payload)
+            if params is not None and (refused := litellm_route.refusal(payload)):
+                await send_error(send, 400, errors(400, refused, "routing_not_allowed"))
+                return
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
+            if wire.scope_headers is not None:
+                headers = wire.scope_headers(headers, scope.get("query_string", b""))
             rewrite = await self._safe_rewrite(ChatRequest(plain, payload, headers, wire))
             if rewrite.reject is not None:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")
                 await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])
                 return
-        out = body if rewrite.body is None else rewrite.body
-        try:
-            forward_headers = upstream_headers(raw_headers, rewrite.body is not None, len(out))
-        except HeaderError as exc:
-            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
-            return
         extra = [(b"x-recovery-proxy-injected", str(rewrite.injected).encode())]
+        if params is not None:
+            routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
+            await self._watched(receive, litellm_route.respond(send, routed, params, extra))
+            return
+        out = body
+        if rewrite.body is not None:
+            out = rewrite.body
+            forward_headers.popall("content-encoding", None)  # the new body is plain JSON
+        forward_headers["content-length"] = str(len(out))
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
         await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, wire)
 
@@ -150,7 +184,7 @@ class RecoveryProxy:
             body_read = asyncio.Event()
             body = stream_body(receive, body_read)
         try:
-            forward_headers = upstream_headers(raw_headers, False, None)
+            forward_headers = upstream_headers(raw_headers, keep_length=True)
         except HeaderError as exc:
             await send_error(send, 400, wire.error_body(400, str(exc), "invalid_header"))
             return
@@ -167,6 +201,13 @@ class RecoveryProxy:
             wire,
             body_read,
         )
+
+    def _routed(self, wire: WireFormat, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The `litellm_params` of a Chat Completions request whose model is in `--models`."""
+        model = payload.get("model")
+        if not self.models or wire.name != "openai_chat" or not isinstance(model, str):
+            return None
+        return self.models.get(model)
 
     def _url(self, wire: WireFormat, path: str, scope: Scope) -> str:
         query: bytes = scope.get("query_string", b"")
@@ -188,12 +229,19 @@ class RecoveryProxy:
     ) -> None:
         """Relay upstream; a client hang-up cancels the upstream exchange at once."""
         assert self.upstream is not None, "the lifespan has not run"
+        relay = self.upstream.relay(send, method, url, headers, body, extra, started, wire)
+        await self._watched(receive, relay, body_read)
+
+    async def _watched(
+        self, receive: Receive, exchange: Awaitable[None], body_read: asyncio.Event | None = None
+    ) -> None:
+        """Run an upstream exchange; a client hang-up cancels it at once."""
         task = asyncio.current_task()
         assert task is not None
         gone = [False]
         watcher = asyncio.create_task(until_disconnect(receive, task, body_read, gone))
         try:
-            await self.upstream.relay(send, method, url, headers, body, extra, started, wire)
+            await exchange
         except asyncio.CancelledError:
             if not gone[0]:
                 raise
@@ -223,6 +271,17 @@ def _length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None
         elif name == b"content-encoding":
             encoding = value.decode("latin-1").strip().lower() or None
     return declared, encoding
+
+
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
+
+
+def _has_credential(scope: Scope) -> bool:
+    """Whether the caller sent a non-empty credential header (or Gemini's `key=` parameter)."""
+    if any(k in CREDENTIALS and v.strip() for k, v in scope["headers"]):
+        return True
+    query: bytes = scope.get("query_string", b"")
+    return query.startswith(b"key=") or b"&key=" in query
 
 
 def _escapes(path: str) -> bool:

@@ -17,7 +17,9 @@ class Settings(BaseSettings):
     port: int = Field(8787, ge=0, le=65535)
     upstream: str = "https://api.openai.com/v1"
     anthropic_upstream: str = "https://api.anthropic.com"
+    gemini_upstream: str = "https://generativelanguage.googleapis.com"
     rules: Path | None = Field(None, description="rules directory; default: the bundled rules")
+    models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
     store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
     redis_prefix: str = "recovery-proxy:"
 
@@ -28,6 +30,10 @@ class Settings(BaseSettings):
     max_connections: int = Field(200, gt=0, description="upstream connection pool size")
     keepalive_timeout: float = Field(30.0, gt=0, description="idle upstream connections close")
 
+    sqlite_busy_timeout: float = Field(1.0, gt=0, description="wait for a locked SQLite file")
+    require_credential: bool = Field(
+        False, description="refuse requests without a credential (else they share one tenant)"
+    )
     session_salt: str = Field("recovery-proxy", description="salt for credential hashes")
     session_ttl_seconds: int = Field(24 * 3600, gt=0)
     max_sessions: int = Field(10_000, gt=0)
@@ -36,7 +42,7 @@ class Settings(BaseSettings):
     log_bodies: bool = False
     hot_reload: bool = True
 
-    @field_validator("upstream", "anthropic_upstream")
+    @field_validator("upstream", "anthropic_upstream", "gemini_upstream")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):

@@ -69,21 +69,17 @@ def new_session(settings: Settings) -> aiohttp.ClientSession:
     )
 
 
-def upstream_headers(
-    raw: list[tuple[bytes, bytes]], body_changed: bool, body_length: int | None
-) -> CIMultiDict[str]:
-    """Request headers for the upstream hop: everything but hop-by-hop headers.
+def upstream_headers(raw: list[tuple[bytes, bytes]], keep_length: bool) -> CIMultiDict[str]:
+    """Request headers for the upstream hop: everything but hop-by-hop headers (the client's
+    `content-length` too, unless `keep_length`: a streamed body keeps it).
 
     Without an `accept-encoding` from the client we ask for `identity`, so the client never
-    receives an encoding it did not ask for. `body_length` (when the body is in hand) becomes
-    the new `content-length`; a streamed body keeps the client's.
+    receives an encoding it did not ask for.
     """
     out: CIMultiDict[str] = CIMultiDict()
     encoding = False
     for name, value in raw:
-        if name in HOP_BY_HOP and not (name == b"content-length" and body_length is None):
-            continue
-        if body_changed and name == b"content-encoding":
+        if name in HOP_BY_HOP and not (keep_length and name == b"content-length"):
             continue
         try:
             text = value.decode()
@@ -93,8 +89,6 @@ def upstream_headers(
         encoding = encoding or name == b"accept-encoding"
     if not encoding:
         out["accept-encoding"] = "identity"
-    if body_length is not None:
-        out["content-length"] = str(body_length)
     return out
 
 
@@ -102,6 +96,11 @@ def response_headers(raw: tuple[tuple[bytes, bytes], ...]) -> list[tuple[bytes, 
     """Upstream response headers minus hop-by-hop ones. Bodies are relayed raw, so
     `content-encoding` and `content-length` stay consistent with the bytes."""
     return [(k, v) for k, v in raw if k.lower() not in RESPONSE_DROP]
+
+
+def _no_query(url: str) -> str:
+    """A URL fit for a log line: the query may carry an API key (Gemini's `?key=`)."""
+    return url.split("?", 1)[0]
 
 
 class Upstream:
@@ -141,13 +140,13 @@ class Upstream:
                 )
         except TimeoutError:
             self.metrics.upstream_errors.labels("timeout").inc()
-            log.warning("upstream timeout: %s %s", method, url)
+            log.warning("upstream timeout: %s %s", method, _no_query(url))
             message = f"Upstream sent no response headers within {self.read_timeout:g}s."
             await send_error(send, 504, wire.error_body(504, message, "upstream_timeout"))
             return
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             self.metrics.upstream_errors.labels("unreachable").inc()
-            log.warning("upstream unreachable: %s %s (%s)", method, url, exc)
+            log.warning("upstream unreachable: %s %s (%s)", method, _no_query(url), exc)
             message = f"Upstream unreachable: {type(exc).__name__}: {exc}"
             await send_error(send, 502, wire.error_body(502, message, "upstream_unreachable"))
             return

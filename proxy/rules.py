@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,13 @@ class Thresholds(Strict):
     cycle_min_length: int = Field(2, ge=2)
     cycle_max_length: int = Field(5, ge=2)
     cycle_repeats: int = Field(3, ge=2)
+    loop_window: int = Field(10, ge=2, le=32, description="recent steps for same-call-window")
+    window_notice: int = Field(3, ge=2)
+    window_escalate: int = Field(6, ge=2)
+    message_repeats: int = Field(3, ge=2, description="same assistant text: notice")
+    message_escalate: int = Field(5, ge=2)
+    compaction_repeats: int = Field(2, ge=2, description="compactions with no tool call between")
+    compaction_escalate: int = Field(3, ge=2)
     systemic_operations: int = Field(3, ge=2)
     systemic_window: int = Field(10, ge=2, description="recent failure records considered")
     block_tokens: int = Field(200, ge=20)
@@ -135,22 +143,65 @@ class RuleFile(Strict):
     sessions: Sessions | None = None
 
 
-TEMPLATE_NAMES = {
-    "block",
-    "previous_attempt",
-    "no_previous_attempts",
-    "hint",
-    "repeat_warn",
-    "repeat_stop",
-    "same_call",
-    "cycle",
-    "escalation",
-    "systemic",
-    "summary",
-    "summary_item",
-    "blocked",
-    "notice",
+# Every template and the fields it may use (a misspelled field is an error at load time).
+TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(fields.split())
+    for name, fields in {
+        "block": "operation error previous hints",
+        "previous_attempt": "n operation category error",
+        "no_previous_attempts": "",
+        "hint": "hint",
+        "repeat_warn": "count category target",
+        "repeat_stop": "count category target",
+        "same_call": "call count rule",
+        "cycle": "total calls repeats rule",
+        "call_window": "call count window rule",
+        "repeated_message": "count rule",
+        "compaction_loop": "count rule",
+        "escalation": "reason",
+        "systemic": "operation error category operations names",
+        "summary": "items",
+        "summary_item": "category operation error turn",
+        "blocked": "reason",
+        "notice": "notices",
+    }.items()
 }
+TEMPLATE_NAMES = set(TEMPLATE_FIELDS)
+
+
+def template_problem(name: str, text: str) -> str | None:
+    """What is wrong with a template's `{fields}`, or None."""
+    try:
+        used = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+    except ValueError as exc:
+        return f"template {name!r}: {exc}"
+    unknown = sorted(used - TEMPLATE_FIELDS[name])
+    if unknown:
+        allowed = sorted(TEMPLATE_FIELDS[name])
+        return f"template {name!r}: unknown field(s) {unknown} (allowed: {allowed})"
+    return None
+
+
+LOOP_PAIRS = (
+    ("same_call_notice", "same_call_escalate"),
+    ("cycle_min_length", "cycle_max_length"),
+    ("window_notice", "window_escalate"),
+    ("message_repeats", "message_escalate"),
+    ("compaction_repeats", "compaction_escalate"),
+    ("repeat_warn", "repeat_stop"),
+)
+
+
+def threshold_problems(thresholds: Thresholds) -> list[str]:
+    """Pairs of thresholds in the wrong order, and a window too short for its count."""
+    problems = [
+        f"thresholds: {high} must be >= {low}"
+        for low, high in LOOP_PAIRS
+        if getattr(thresholds, high) < getattr(thresholds, low)
+    ]
+    if thresholds.window_notice > thresholds.loop_window:
+        problems.append("thresholds: window_notice must be <= loop_window")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -319,6 +370,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
                 raise RulesError(
                     f"{name}: unknown template {key!r} (known: {sorted(TEMPLATE_NAMES)})"
                 )
+            problem = template_problem(key, rule_file.templates[key])
+            if problem:
+                raise RulesError(f"{name}: {problem}")
         templates.update(rule_file.templates)
         for c in rule_file.categories:
             where = f"{name} category {c.id!r}"
@@ -340,8 +394,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     if missing:
         raise RulesError(f"templates missing: {sorted(missing)}")
     thresholds = _merge_dicts((f for _, f in each("thresholds")), Thresholds)
-    if thresholds.repeat_stop < thresholds.repeat_warn:
-        raise RulesError("thresholds: repeat_stop must be >= repeat_warn")
+    problems = threshold_problems(thresholds)
+    if problems:
+        raise RulesError("; ".join(problems))
     escalation = _merge_dicts((f for _, f in each("escalation")), Escalation)
     if escalation.action == "webhook" and not escalation.webhook_url:
         raise RulesError("escalation: action 'webhook' needs webhook_url")

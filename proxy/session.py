@@ -8,7 +8,7 @@ from typing import Any
 
 from proxy.rules import Sessions
 
-CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
 
 def tenant_of(headers: Mapping[str, str], salt: str) -> str:

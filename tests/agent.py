@@ -57,6 +57,14 @@ class ScriptedAgent:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
         return call_id
 
+    def say(self, text: str) -> None:
+        """A message from the person (or the harness) in the user role."""
+        self.messages.append({"role": "user", "content": text})
+
+    def think(self, text: str) -> None:
+        """An assistant message with text and no tool call."""
+        self.messages.append({"role": "assistant", "content": text})
+
     async def send(self) -> httpx.Response:
         with upstream_mock(assert_all_called=False) as mock:
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(

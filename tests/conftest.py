@@ -30,6 +30,7 @@ def make_settings(**overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "upstream": UPSTREAM,
         "anthropic_upstream": ANTHROPIC_UPSTREAM,
+        "gemini_upstream": ROOT,
         "store": "memory",
         "hot_reload": False,
     }

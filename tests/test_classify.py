@@ -84,3 +84,31 @@ def test_targets_first_configured_key_normalised_and_clipped(rules) -> None:
     long = target_of({"query": "q" * 500}, rules)
     assert len(long) == 200 and long.endswith("...")
     assert target_of({"limit": 5}, rules) == ""
+
+
+def _codex_json(output: str, exit_code: object) -> str:
+    import orjson
+
+    meta = {"exit_code": exit_code, "duration_seconds": 0.4}
+    return orjson.dumps({"output": output, "metadata": meta}).decode()
+
+
+def test_codex_json_exec_output_is_judged_by_its_exit_code(rules) -> None:
+    failed = _codex_json("bash: line 1: pnpm: command not found\n", 127)
+    verdict = classify(rules, "shell", failed)
+    assert verdict.error and verdict.category == "not_found"
+    assert verdict.key_line == "bash: line 1: pnpm: command not found"
+    # Exit 0 is success even when the output talks about errors; exit 1 and no output is an
+    # empty search (rg, grep), not a failure.
+    assert not classify(rules, "shell", _codex_json("ERROR: 3 lines matched\n", 0)).error
+    assert not classify(rules, "shell", _codex_json("", 1)).error
+    # Not the exec shape: judged as text.
+    assert not classify(rules, "shell", '{"output": "ok", "metadata": {"exit_code": "1"}}').error
+    assert not classify(rules, "shell", '{"output": "x", "metadata": {"exit_code": true}}').error
+
+
+def test_bare_exception_messages_need_the_whole_output(rules) -> None:
+    assert classify(rules, "query_db", "no such table: users").category == "not_found"
+    assert classify(rules, "get_field", "'name'").error
+    assert not classify(rules, "read_file", "'name'\n'email'\n'id'").error
+    assert not classify(rules, "read_file", "timed out requests: 0\nretries: 2").error

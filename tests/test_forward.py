@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import time
 
 import httpx
 import orjson
@@ -179,12 +180,21 @@ async def test_upstream_unreachable_is_502(chat_body) -> None:
     assert set(error) == {"message", "type", "param", "code"}
 
 
-async def test_upstream_timeout_is_504(client, chat_body) -> None:
-    with upstream_mock() as mock:
-        mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
-        response = await client.post("/v1/chat/completions", json=chat_body())
+async def test_upstream_timeout_is_504_after_read_timeout(chat_body) -> None:
+    # RECOVERY_PROXY_READ_TIMEOUT bounds the wait for response headers, whatever the
+    # (longer) stream chunk timeout says.
+    settings = make_settings(read_timeout=0.5, stream_chunk_timeout=300)
+    async with proxy_client(settings) as client:
+        with upstream_mock() as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+                side_effect=httpx.ReadTimeout("slow")
+            )
+            started = time.monotonic()
+            response = await client.post("/v1/chat/completions", json=chat_body())
+    assert 0.5 <= time.monotonic() - started < 5
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "upstream_timeout"
+    assert route.called
 
 
 async def test_compressed_response_is_relayed_raw_without_double_decoding(

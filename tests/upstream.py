@@ -108,8 +108,7 @@ class UpstreamMock:
         query = scope["query_string"].decode("latin-1")
         raw_path = scope.get("raw_path") or scope["path"].encode()
         url = httpx.URL(f"{ROOT}{raw_path.decode('latin-1')}" + (f"?{query}" if query else ""))
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        request = httpx.Request(scope["method"], url, headers=headers, content=body)
+        request = httpx.Request(scope["method"], url, headers=scope["headers"], content=body)
         route = next((r for r in self.routes if r.matches(request)), None)
         if route is None:
             self.unmatched.append(request)

@@ -85,8 +85,31 @@ def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
     return "unknown"
 
 
+JSON_EXEC_MAX = 1 << 20  # parse Codex JSON exec output up to 1 MiB (orjson: ~1 ms)
+
+
+def codex_json_exec(text: str) -> str | None:
+    """Codex's structured exec output `{"output": ..., "metadata": {"exit_code": N}}` in its
+    text shape (`Exit code: N\nWall time: S seconds\nOutput:\n...`), so the rules for that
+    shape judge it; None for anything else."""
+    if not text.startswith('{"output":') or len(text) > JSON_EXEC_MAX:
+        return None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    output = data.get("output") if isinstance(data, dict) else None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+    if not isinstance(output, str) or not isinstance(code, int) or isinstance(code, bool):
+        return None
+    seconds = metadata.get("duration_seconds", 0)
+    return f"Exit code: {code}\nWall time: {seconds} seconds\nOutput:\n{output}"
+
+
 def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
     """Judge one tool result. An explicit wire flag decides error-or-not by itself."""
+    text = codex_json_exec(text) or text
     window = scan_window(text, rules)
     body = unwrap(window, rules)
     if is_error is None:

@@ -138,6 +138,18 @@ class Conversation:
     ends_with_result: bool = False  # the newest tool result is the last item
     partial: bool = False  # the server holds earlier turns: absent items prove nothing
     thread: str = ""  # digest of system prompt + first user message
+    last_human: str = ""  # the latest user message a person typed (not tool output as text)
+    # Assistant texts: (tool results before it, the human message before it, the text).
+    assistant_texts: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def human_said(self, text: str) -> None:
+        """A person (or the harness, in the user role) typed `text`."""
+        self.last_human = text
+
+    def assistant_said(self, text: str) -> None:
+        """The model wrote `text` (empty texts, as with tool-call-only turns, are skipped)."""
+        if text.strip():
+            self.assistant_texts.append((len(self.results), self.last_human, text))
 
     def fingerprint(self) -> None:
         """Set `thread` from the system text and the first user message."""

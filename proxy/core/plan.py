@@ -51,6 +51,9 @@ class Plan:
         return len(self.appends) + (1 if self.summary else 0)
 
 
+MAX_EARLIER = 5  # earlier attempts a block may list (fewer when over the token cap)
+
+
 def fit_block(
     state: SessionState, record: FailureRecord, rules: Rules, budget: Budget, notices: list[str]
 ) -> str:
@@ -61,7 +64,7 @@ def fit_block(
     systemic = systemic_notice(state, record, rules)
     if systemic:
         return "\n\n".join([systemic, *notices])
-    keep = len(earlier)
+    keep = min(len(earlier), MAX_EARLIER)
     while True:
         text = render.block(rules, record, earlier[len(earlier) - keep :], hints, notices)
         if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):

@@ -11,6 +11,7 @@ MAX_CALLS = 32
 MAX_THREADS = 8
 MAX_COMPACTIONS = 20
 MAX_BLOCKED = 20
+MAX_PENDING = 4
 
 
 class FailureRecord(BaseModel):
@@ -41,6 +42,18 @@ class Compaction(BaseModel):
     signals: list[str]
 
 
+class LoopState(BaseModel):
+    """What loop detection remembers (proxy/core/loops.py); counting restarts at a human turn."""
+
+    steps: list[str] = Field(default_factory=list)  # `call signature=outcome`, oldest first
+    human: str = ""  # digest of the latest message a person typed
+    since: float = 0.0  # when counting (re)started: compactions before it do not count
+    reported: str = ""  # the latest repeated-message run reported (`digest:count`)
+    pending: list[str] = Field(default_factory=list)  # notices for the next new tool result
+    reject: str = ""  # a conversation-level block, sticky while the request is re-sent
+    reject_length: int = 0
+
+
 class SessionState(BaseModel):
     """Everything recovery-proxy keeps for one session."""
 
@@ -54,6 +67,7 @@ class SessionState(BaseModel):
     compactions: list[Compaction] = Field(default_factory=list)
     threads: dict[str, ThreadState] = Field(default_factory=dict)
     blocked: dict[str, str] = Field(default_factory=dict)  # call id -> reason (sticky block)
+    loop: LoopState = Field(default_factory=LoopState)
     updated: float = 0.0
 
     def trim(self) -> None:
@@ -61,6 +75,8 @@ class SessionState(BaseModel):
         del self.records[:-MAX_RECORDS]
         del self.calls[:-MAX_CALLS]
         del self.compactions[:-MAX_COMPACTIONS]
+        del self.loop.steps[:-MAX_CALLS]
+        del self.loop.pending[:-MAX_PENDING]
         for mapping, cap in (
             (self.annotations, MAX_ANNOTATIONS),
             (self.seen, MAX_SEEN),

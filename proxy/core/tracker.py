@@ -12,7 +12,7 @@ import hashlib
 
 import orjson
 
-from proxy.core import render
+from proxy.core import loops, render
 from proxy.core.classify import Verdict, classify, target_of
 from proxy.core.compaction import (
     detect_compaction,
@@ -24,7 +24,7 @@ from proxy.core.compaction import (
 )
 from proxy.core.conversation import Conversation, ToolResult
 from proxy.core.plan import Budget, Plan, fit_block
-from proxy.core.state import Compaction, FailureRecord, SessionState
+from proxy.core.state import MAX_CALLS, MAX_RECORDS, Compaction, FailureRecord, SessionState
 from proxy.rules import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
@@ -56,10 +56,16 @@ def observe(
     new = [r for r in conv.results if r.call_id not in state.seen]
     if new:
         state.turn += 1
+    loops.restart_on_human(state.loop, conv, rules, now)
+    found = loops.repeated_message(state.loop, conv, rules)
     if signals:
         plan.compaction = signals
         state.compactions.append(Compaction(time=now, turn=state.turn, signals=signals))
         state.summary = frozen_summary(state, visible, rules, budget.count)
+        more = loops.compaction_loop(state.loop, state.compactions, rules)
+        found.notices += more.notices
+        found.escalations += more.escalations
+    _conversation_loops(state, conv, found, rules, plan, now)
     cache = verdicts if verdicts is not None else {}
     for result in new:
         state.seen[result.call_id] = True
@@ -78,9 +84,12 @@ def observe(
     last = conv.results[-1] if conv.results else None
     if last and conv.ends_with_result and last.call_id in state.blocked:
         plan.reject = state.blocked[last.call_id]  # sticky until the conversation moves on
+    if state.loop.reject and plan.reject is None:
+        plan.reject = state.loop.reject
     plan.summary = state.summary
     remember_thread(state, conv, visible, marker)
-    state.updated = now
+    if new or signals:  # an unchanged state is not written again (the stores compare bytes)
+        state.updated = now
     state.trim()
     return plan
 
@@ -96,7 +105,11 @@ def _annotate(
     plan: Plan,
 ) -> str:
     """Record one newly seen result and render what goes after it ("" for nothing)."""
-    state.calls.append(call_signature(result, rules))
+    signature = call_signature(result, rules)
+    state.calls.append(signature)
+    state.loop.steps.append(loops.step(signature, verdict.error, result.text, result.call_id))
+    del state.calls[:-MAX_CALLS]  # capped as they grow: a huge batch stays linear
+    del state.loop.steps[:-MAX_CALLS]
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
@@ -114,6 +127,7 @@ def _annotate(
             thread=thread,
         )
         state.records.append(record)
+        del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
         plan.new_failures.append(verdict.category)
         notices += _repeat_notices(state, record, rules)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
@@ -128,7 +142,7 @@ def _annotate(
         _escalate(state, result, escalations, rules, plan, now)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
-    elif record is not None:
+    elif record is not None and budget.remaining > 0:
         text = fit_block(state, record, rules, budget, notices + escalation_texts)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
@@ -160,36 +174,48 @@ def _repeat_notices(state: SessionState, record: FailureRecord, rules: Rules) ->
 def _loop_notices(
     state: SessionState, result: ToolResult, rules: Rules
 ) -> tuple[list[str], list[str]]:
-    """Same call N times in a row; cycles A,B,A,B,... (Gemini CLI, OpenHands)."""
-    th, t = rules.thresholds, rules.templates
-    calls = state.calls
-    run = 1
-    while run < len(calls) and calls[-1 - run] == calls[-1]:
-        run += 1
-    call = calls[-1].rsplit("#", 1)[0]
-    if run >= th.same_call_escalate:
-        return [], [f"{call} has been called {run} times in a row with the same arguments"]
-    if run >= th.same_call_notice:
-        return [t["same_call"].format(call=call, count=run)], []
-    for length in range(th.cycle_min_length, th.cycle_max_length + 1):
-        span = _periodic_span(calls, length)
-        if len(set(calls[-length:])) < 2 or span < length * th.cycle_repeats:
-            continue
-        names = " -> ".join(c.rsplit("#", 1)[0] for c in calls[-length:])
-        if span >= length * (th.cycle_repeats + 1):
-            return [], [f"the call cycle {names} has repeated {span // length} times"]
-        if span == length * th.cycle_repeats:
-            text = t["cycle"].format(total=span, calls=names, repeats=th.cycle_repeats)
-            return [text], []
-    return [], []
+    """Loops on the newest step (proxy/core/loops.py), plus conversation-level notices
+    waiting for a tool result to travel with."""
+    found = loops.tool_loops(state.loop, rules)
+    pending, state.loop.pending = state.loop.pending, []
+    return pending + found.notices, found.escalations
 
 
-def _periodic_span(calls: list[str], length: int) -> int:
-    """How many trailing calls follow a period of `length`."""
-    span = length
-    while span < len(calls) and calls[-1 - span] == calls[-1 - span + length]:
-        span += 1
-    return span if len(calls) >= length else 0
+def _conversation_loops(
+    state: SessionState,
+    conv: Conversation,
+    found: loops.Findings,
+    rules: Rules,
+    plan: Plan,
+    now: float,
+) -> None:
+    """Act on loops seen in the conversation as a whole (no tool result of their own): notices
+    wait for the next new tool result; escalations act now (`block` answers this request
+    and every re-send of it)."""
+    loop = state.loop
+    if loop.reject and conv.length != loop.reject_length:
+        loop.reject = ""  # the conversation moved on
+    loop.pending += found.notices
+    if not found.escalations:
+        return
+    reason = "; ".join(found.escalations)
+    plan.escalations += 1
+    action = rules.escalation.action
+    if action == "block":
+        loop.reject, loop.reject_length = reason, conv.length
+    elif action == "webhook":
+        plan.events.append(
+            {
+                "event": "recovery_escalation",
+                "reason": reason,
+                "tool": "",
+                "call_id": "",
+                "time": now,
+                "turn": state.turn,
+            }
+        )
+    else:
+        loop.pending.append(rules.templates["escalation"].format(reason=reason))
 
 
 def _escalate(

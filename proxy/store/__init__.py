@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from proxy.config import Settings
@@ -67,5 +68,8 @@ async def open_store(settings: Settings) -> Store:
         return RedisStore(spec, settings.redis_prefix, settings.session_ttl_seconds)
     path = sqlite_path(spec)
     assert path is not None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(path, settings.session_ttl_seconds)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStore(path, settings.session_ttl_seconds, settings.sqlite_busy_timeout)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreUnavailable(f"cannot open the session store {path}: {exc}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
@@ -26,3 +27,31 @@ class Store(Protocol):
     async def purge(self, key: str | None = None) -> int: ...
 
     async def close(self) -> None: ...
+
+
+class LiveStates:
+    """The most recently used sessions as live objects next to their serialised bytes, so a
+    hot session is not parsed again on every request (parsing a 500-result state takes
+    ~0.7 ms; serialising it ~0.06 ms). An entry is only valid for the bytes it came from."""
+
+    def __init__(self, capacity: int = 512) -> None:
+        self.capacity = capacity
+        self.items: OrderedDict[str, tuple[bytes, SessionState]] = OrderedDict()
+
+    def take(self, key: str, raw: bytes) -> SessionState:
+        """The live state for `raw` (removed from the cache while a caller changes it)."""
+        entry = self.items.pop(key, None)
+        if entry is not None and (entry[0] is raw or entry[0] == raw):
+            return entry[1]
+        return SessionState.model_validate_json(raw) if raw else SessionState()
+
+    def put(self, key: str, raw: bytes, state: SessionState) -> None:
+        self.items[key] = (raw, state)
+        if len(self.items) > self.capacity:
+            self.items.popitem(last=False)
+
+    def drop(self, key: str | None = None) -> None:
+        if key is None:
+            self.items.clear()
+        else:
+            self.items.pop(key, None)

@@ -1,7 +1,8 @@
 """In-process store: LRU-bounded, idle expiry, one lock per session.
 
-Sessions are kept serialised (compact JSON bytes, not live objects): about a fifth of the
-memory of pydantic objects, and a failed update never leaves a half-changed state behind.
+Sessions are kept serialised (compact JSON bytes): about a fifth of the memory of pydantic
+objects, and a failed update never leaves a half-changed state behind. The most recently used
+ones are also kept live (`LiveStates`), so a hot session is not parsed on every request.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from proxy.core.state import SessionState
+from proxy.store.base import LiveStates
 
 T = TypeVar("T")
 
@@ -25,6 +27,7 @@ class MemoryStore:
         self.ttl = ttl_seconds
         self.sessions: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
         self.locks: dict[str, asyncio.Lock] = {}
+        self.live = LiveStates()
 
     def _load(self, key: str, now: float) -> SessionState | None:
         entry = self.sessions.get(key)
@@ -36,19 +39,25 @@ class MemoryStore:
         lock = self.locks.setdefault(key, asyncio.Lock())
         async with lock:
             now = time.time()
-            state = self._load(key, now) or SessionState()
+            entry = self.sessions.get(key)
+            raw = entry[1] if entry is not None and now - entry[0] <= self.ttl else b""
+            state = self.live.take(key, raw)
             result = fn(state)
-            self.sessions[key] = (now, state.model_dump_json().encode())
+            new = state.model_dump_json().encode()
+            self.sessions[key] = (now, raw if new == raw else new)
             self.sessions.move_to_end(key)
+            self.live.put(key, self.sessions[key][1], state)
             while len(self.sessions) > self.max_sessions:
                 evicted, _ = self.sessions.popitem(last=False)
                 self.locks.pop(evicted, None)
+                self.live.drop(evicted)
         return result
 
     async def get(self, key: str) -> SessionState | None:
         return self._load(key, time.time())
 
     async def purge(self, key: str | None = None) -> int:
+        self.live.drop(key)
         if key is None:
             count = len(self.sessions)
             self.sessions.clear()

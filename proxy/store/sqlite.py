@@ -3,6 +3,10 @@
 Every call runs on one dedicated worker thread that owns the connection, so the event loop
 never blocks on disk. `update` reads, applies `fn` and writes inside a `BEGIN IMMEDIATE`
 transaction: SQLite's write lock makes it atomic across every process using the file.
+
+Durability: a change is committed before the request it came from is forwarded. WAL with
+`synchronous = NORMAL` survives a crash of the proxy process; a power loss or OS crash can
+lose the last few transactions (the next requests re-record what they still show).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from proxy.core.state import SessionState
+from proxy.store.base import LiveStates
 
 T = TypeVar("T")
 
@@ -23,26 +28,31 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sessions (key TEXT PRIMARY KEY, state BLOB, updated REAL)",
     "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated)",
 )
-BUSY_TIMEOUT_MS = 5000
+BUSY_TIMEOUT = 1.0  # seconds a request waits for another process's write lock, then fails open
 EXPIRE_EVERY = 256  # updates between sweeps of expired rows
+TOUCH_EVERY = 60.0  # seconds: an unchanged session's idle clock is refreshed at most this often
 
 
 class SqliteStore:
     """Sessions in a SQLite file; idle sessions expire after `ttl_seconds`."""
 
-    def __init__(self, path: str | Path, ttl_seconds: float = 24 * 3600) -> None:
+    def __init__(
+        self, path: str | Path, ttl_seconds: float = 24 * 3600, busy_timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self.path = Path(path)
         self.ttl = ttl_seconds
+        self.busy_timeout = busy_timeout
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-store")
         self._conn: sqlite3.Connection | None = None
         self._updates = 0
+        self._live = LiveStates()  # touched only on the worker thread
         # Open now, so a bad path fails at start-up with a clear error, not on a request.
         self._executor.submit(self._connect).result()
 
     def _connect(self) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_timeout)
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             for statement in SCHEMA:
@@ -68,7 +78,8 @@ class SqliteStore:
 
     async def update(self, key: str, fn: Callable[[SessionState], T]) -> T:
         """Apply `fn` to the session's state (empty if new or expired) and save it, in one
-        write transaction. `fn` runs on the store's worker thread."""
+        write transaction. `fn` runs on the store's worker thread. A state that did not change
+        is not written again; a hot session is not parsed again (`LiveStates`)."""
 
         def job(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN IMMEDIATE")
@@ -77,14 +88,17 @@ class SqliteStore:
                 row = conn.execute(
                     "SELECT state, updated FROM sessions WHERE key = ?", (key,)
                 ).fetchone()
-                state = self._fresh(row, now) or SessionState()
+                raw: bytes = row[0] if row is not None and now - row[1] <= self.ttl else b""
+                state = self._live.take(key, raw)
                 result = fn(state)
-                conn.execute(
-                    "INSERT INTO sessions (key, state, updated) VALUES (?, ?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
-                    "updated = excluded.updated",
-                    (key, state.model_dump_json().encode(), now),
-                )
+                new = state.model_dump_json().encode()
+                if new != raw or now - row[1] > TOUCH_EVERY:
+                    conn.execute(
+                        "INSERT INTO sessions (key, state, updated) VALUES (?, ?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET state = excluded.state, "
+                        "updated = excluded.updated",
+                        (key, new, now),
+                    )
                 self._updates += 1
                 if self._updates % EXPIRE_EVERY == 0:
                     conn.execute("DELETE FROM sessions WHERE updated < ?", (now - self.ttl,))
@@ -93,6 +107,7 @@ class SqliteStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self._live.put(key, new, state)
             return result
 
         return await self._run(job)
@@ -110,6 +125,7 @@ class SqliteStore:
         """Delete one session, or all of them; returns how many rows went."""
 
         def job(conn: sqlite3.Connection) -> int:
+            self._live.drop(key)
             if key is None:
                 return conn.execute("DELETE FROM sessions").rowcount
             return conn.execute("DELETE FROM sessions WHERE key = ?", (key,)).rowcount

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.wire import anthropic_messages, openai_chat, openai_responses
+from proxy.wire import anthropic_messages, gemini, openai_chat, openai_responses
 from proxy.wire.base import WireFormat
 
-FORMATS: list[WireFormat] = [openai_chat.FORMAT, openai_responses.FORMAT, anthropic_messages.FORMAT]
+FORMATS: list[WireFormat] = [
+    openai_chat.FORMAT,
+    openai_responses.FORMAT,
+    anthropic_messages.FORMAT,
+    gemini.FORMAT,
+]
 DEFAULT = openai_chat.FORMAT
 
 

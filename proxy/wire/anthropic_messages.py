@@ -15,13 +15,14 @@ from typing import Any
 
 import orjson
 
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
+from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from proxy.core.plan import Plan
 from proxy.rules import Placement
 from proxy.wire.base import WireFormat, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
-ERROR_TYPES = {400: "invalid_request_error", 409: "invalid_request_error"}
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}
+ERROR_TYPES |= {409: "invalid_request_error"}
 ERROR_TYPES |= {413: "request_too_large", 502: "api_error", 504: "timeout_error"}
 
 
@@ -62,9 +63,14 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             continue
         role, content = message.get("role"), message.get("content")
         if role == "assistant" and isinstance(content, list):
+            before = len(calls)
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     calls[str(block.get("id", ""))] = block
+            if len(calls) == before:  # no tool call (a call brings a result: progress)
+                conv.assistant_said(text_of(content))
+        elif role == "assistant" and isinstance(content, str):
+            conv.assistant_said(content)
         elif role == "user":
             if isinstance(content, str):
                 texts = [content]
@@ -96,6 +102,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 if last_result_at != i:  # a turn the user typed, not a batch of tool results
                     conv.user_anchors.append((i, digest(text)))
                     conv.first_user = conv.first_user or text
+                    conv.human_said(text)
     last = messages[-1] if messages else None
     conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1
     conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"

@@ -20,6 +20,11 @@ Payload = dict[str, Any]
 Headers = Mapping[str, str]
 
 
+def exact_paths_only(path: str) -> bool:
+    """Formats whose routes are all in `paths`."""
+    return False
+
+
 def no_session_hint(headers: Headers, payload: Payload) -> str | None:
     """Formats without a session convention of their own."""
     return None
@@ -41,6 +46,10 @@ class WireFormat:
     session_hint: Callable[[Headers, Payload], str | None] = no_session_hint
     passthrough_prefixes: tuple[str, ...] = ()  # other routes of this API (to its upstream)
     marker_headers: tuple[str, ...] = ()  # a request header that only this API's clients send
+    # routes with a variable part (Gemini's model in the path), tried after the exact `paths`
+    path_match: Callable[[str], bool] = exact_paths_only
+    # the headers a session is scoped by, given the query string (a key sent as `?key=`)
+    scope_headers: Callable[[dict[str, str], bytes], dict[str, str]] | None = None
 
     def upstream_path(self, path: str) -> str:
         """The path to send upstream for a route path: `/v1/responses` -> `/responses`."""

@@ -136,6 +136,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             if isinstance(content, str) and content.startswith(SMOL_CALLS):
                 for call in _smol_calls(content):
                     calls[call.id] = call
+            if content and not message.get("tool_calls"):  # a call brings a result: progress
+                conv.assistant_said(text_of(content))
         elif role == "tool":
             call_id = str(message.get("tool_call_id", ""))
             conv.results.append(
@@ -173,6 +175,10 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 segments = _smol_error_segments(text, index)
                 conv.results += segments
                 last_result_at = index if segments else last_result_at
+                if not segments:
+                    conv.human_said(text)
+            else:
+                conv.human_said(text)
     last = messages[-1] if messages else None
     conv.ends_with_user = isinstance(last, dict) and last.get("role") == "user"
     conv.ends_with_result = bool(messages) and last_result_at == len(messages) - 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 
 TYPES = {400: "invalid_request_error", 413: "invalid_request_error", 409: "recovery_escalation"}
-TYPES |= {502: "upstream_error", 504: "upstream_timeout"}
+TYPES |= {401: "invalid_request_error", 502: "upstream_error", 504: "upstream_timeout"}
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:

@@ -163,6 +163,9 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 conv.texts.append(text)
                 conv.user_anchors.append((index, digest(text)))
                 conv.first_user = conv.first_user or text
+                conv.human_said(text)
+            elif role == "assistant":
+                conv.assistant_said(text_of(item.get("content")))
             elif role in SYSTEM_ROLES:
                 text = text_of(item.get("content"))
                 conv.system = conv.system or text

@@ -47,7 +47,8 @@ class Transcript:
     def __init__(self, rules: Rules, system: str = SYSTEM, task: str = TASK) -> None:
         self.rules = rules
         self.system = system
-        self.items: list[tuple[str, Any]] = [("user", task)]  # ("user", text) | ("result", r)
+        # ("user", text) | ("assistant", text) | ("result", r)
+        self.items: list[tuple[str, Any]] = [("user", task)]
         self.state = SessionState()
         self.now = 1_750_000_000.0
         self.partial = False
@@ -63,6 +64,10 @@ class Transcript:
     def say(self, text: str) -> None:
         self.items.append(("user", text))
 
+    def think(self, text: str) -> None:
+        """The model wrote `text` (an assistant message without tool calls)."""
+        self.items.append(("assistant", text))
+
     def conversation(self) -> Conversation:
         users = [(i, text) for i, (kind, text) in enumerate(self.items) if kind == "user"]
         conv = Conversation(
@@ -77,6 +82,15 @@ class Transcript:
             ends_with_result=self.items[-1][0] == "result",
             partial=self.partial,
         )
+        results, human = 0, ""
+        for kind, item in self.items:
+            if kind == "user":
+                human = item
+            elif kind == "assistant":
+                conv.assistant_texts.append((results, human, item))
+            else:
+                results += 1
+        conv.last_human = human
         conv.fingerprint()
         return conv
 

@@ -27,6 +27,7 @@ def test_routes_are_unique_and_every_upstream_is_a_setting() -> None:
         "openai_chat",
         "openai_responses",
         "anthropic_messages",
+        "gemini",
     }
     assert all(fmt.upstream in Settings.model_fields for fmt in FORMATS)
 
@@ -43,7 +44,8 @@ def test_error_bodies_are_json_with_the_message(fmt: WireFormat) -> None:
         body = orjson.loads(fmt.error_body(status, "Upstream unreachable: connection refused", "k"))
         error = body["error"]
         assert error["message"] == "Upstream unreachable: connection refused"
-        assert isinstance(error["type"], str) and error["type"]
+        kind = error.get("type") or error.get("status")  # Google's shape names a status
+        assert isinstance(kind, str) and kind
 
 
 def test_openai_and_anthropic_error_shapes_differ_as_their_apis_do() -> None:

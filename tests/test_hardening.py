@@ -1,0 +1,127 @@
+"""Bad input at the HTTP layer: a clear error in the wire's shape, never a 500, nothing lost."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import zlib
+
+import httpx
+import orjson
+
+from proxy.app import create_app
+from proxy.servers import BackgroundServer
+from tests.conftest import UPSTREAM, make_settings, proxy_client
+from tests.upstream import upstream_mock
+
+OK = httpx.Response(200, json={"choices": []})
+
+
+def raw_request(url: str, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+    """Send bytes as they are (no client-side validation); the status and body back."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head + b"\r\n" + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status = int(data.split(b" ", 2)[1])
+    return status, data.split(b"\r\n\r\n", 1)[1]
+
+
+def test_header_values_that_are_not_utf8_get_a_400_in_the_wire_shape() -> None:
+    settings = make_settings()
+    with (
+        upstream_mock(assert_all_called=False) as mock,
+        BackgroundServer(create_app(settings)) as proxy,
+    ):
+        route = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+        body = b'{"model":"gpt-4o","messages":[]}'
+        head = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nX-Session-Id: caf\xe9\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n"
+        )
+        status, answer = raw_request(proxy.url, head, body)
+        assert status == 400
+        error = orjson.loads(answer)["error"]
+        assert "x-session-id" in error["message"] and error["code"] == "invalid_header"
+        # UTF-8 is forwarded byte for byte; the proxy stays healthy.
+        head = head.replace(b"caf\xe9", "café-ü".encode())
+        status, _ = raw_request(proxy.url, head, body)
+        assert status == 200
+        sent = dict(route.calls.last.request.headers.raw)
+        assert sent[b"x-session-id"] == "café-ü".encode()
+        assert httpx.get(f"{proxy.url}/healthz").status_code == 200
+
+
+def test_paths_that_leave_the_base_path_are_refused() -> None:
+    settings = make_settings()
+    with (
+        upstream_mock(assert_all_called=False) as mock,
+        BackgroundServer(create_app(settings)) as proxy,
+    ):
+        escape = mock.get(f"{UPSTREAM.rsplit('/', 1)[0]}/etc/passwd").mock(return_value=OK)
+        for path in (
+            b"/v1/../../etc/passwd",
+            b"/v1/%2e%2e/%2e%2e/etc/passwd",
+            b"/v1/..%2F..%2Fetc",
+        ):
+            status, answer = raw_request(
+                proxy.url, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            )
+            assert status == 400, path
+            assert orjson.loads(answer)["error"]["code"] == "invalid_path"
+        status, _ = raw_request(
+            proxy.url, b"GET /v1/files/a%00b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        )
+        assert status == 400
+    assert not escape.called and not mock.unmatched
+
+
+async def test_gzip_bomb_is_refused_without_expanding_it(chat_body) -> None:
+    bomb = gzip.compress(b"[" + b" " * (50 * 1024 * 1024) + b"]")  # 50 MiB of JSON, ~50 KiB
+    async with proxy_client(make_settings(max_body_bytes=1024 * 1024)) as client:
+        with upstream_mock(assert_all_called=False) as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+            response = await client.post(
+                "/v1/chat/completions", content=bomb, headers={"content-encoding": "gzip"}
+            )
+            assert response.status_code == 413
+            assert response.json()["error"]["code"] == "request_too_large"
+            small = zlib.compress(orjson.dumps(chat_body()))
+            response = await client.post(
+                "/v1/chat/completions", content=small, headers={"content-encoding": "deflate"}
+            )
+    assert response.status_code == 200
+    assert route.call_count == 1 and route.calls.last.request.content == small
+
+
+async def test_anonymous_callers_can_be_refused(chat_body) -> None:
+    async with proxy_client(make_settings(require_credential=True)) as client:
+        with upstream_mock(assert_all_called=False) as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+            anonymous = await client.post("/v1/chat/completions", json=chat_body())
+            messages = await client.post(
+                "/v1/messages", json={"model": "claude-sonnet-4-5", "messages": []}
+            )
+            signed = await client.post(
+                "/v1/chat/completions", json=chat_body(), headers={"authorization": "Bearer sk-1"}
+            )
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"]["code"] == "missing_credential"
+    assert messages.status_code == 401 and messages.json()["type"] == "error"
+    assert signed.status_code == 200 and route.call_count == 1
+
+
+def test_aborted_upload_is_not_an_error(caplog) -> None:
+    settings = make_settings()
+    with BackgroundServer(create_app(settings)) as proxy:
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Length: 100000\r\n\r\n" + b'{"model": "gpt-4o", "messages": ['
+            )
+        assert httpx.get(f"{proxy.url}/healthz").status_code == 200
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
