@@ -1,7 +1,9 @@
-"""`recovery-proxy demo`: a scripted agent session through the real HTTP path, offline.
+"""`recovery-proxy demo`: scripted agent sessions through the real HTTP path, offline.
 
-A mock model and the proxy run on free loopback ports; a tiny scripted agent executes canned
-tool results, and the demo prints what the agent sent next to what the model received.
+A mock model and the proxy run on free loopback ports; tiny scripted agents execute canned
+tool results, and the demo prints what the agent sent next to what the model received: a
+Chat Completions walkthrough (repeats, a loop, compaction), then a short OpenAI Responses run
+(Codex's exec output) and a short Anthropic Messages run (Claude Code's `is_error` results).
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ COMPACTED = (
 )
 
 
+LEGEND = (
+    "legend: agent -> recovery-proxy -> mock model, all on loopback (nothing leaves this host);\n"
+    "        'as the model received it' is the agent's text plus what the proxy spliced in."
+)
+
+
 def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    """A Chat Completions tool call (the mock renders it in every format)."""
     return {
         "id": call_id,
         "type": "function",
@@ -76,6 +85,7 @@ COMPACT_AFTER = "call_5"  # the agent compacts its history after this result
 
 
 def rule(title: str) -> str:
+    """A section heading."""
     return f"\n{'=' * 8} {title} {'=' * max(0, 70 - len(title))}"
 
 
@@ -99,6 +109,7 @@ def show_difference(
 
 
 def play(proxy_url: str, model: Any) -> None:
+    """The Chat Completions walkthrough: repeats, a loop, compaction."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": TASK},
@@ -143,12 +154,118 @@ def play(proxy_url: str, model: Any) -> None:
                 print(f"  model answers: {reply['content']}")
 
 
+def turn(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """A scripted assistant turn calling `calls` (an answer when there are none)."""
+    if not calls:
+        return {"role": "assistant", "content": "src/config.ts is missing; nothing to change."}
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+# The short runs: the model tries the same missing file twice, then gives up.
+CODEX_EXEC = "Exit code: 1\nWall time: 0.1 seconds\nOutput:\ncat: src/config.ts: No such file"
+CLAUDE_READ = "File does not exist. Note: your current working directory is /repo."
+RESPONSES_SCRIPT = [
+    turn([call("call_r1", "shell", command="cat src/config.ts")]),
+    turn([call("call_r2", "shell", command="cat src/config.ts")]),
+    turn([]),
+]
+MESSAGES_SCRIPT = [
+    turn([call("toolu_m1", "Read", file_path="src/config.ts")]),
+    turn([call("toolu_m2", "Read", file_path="src/config.ts")]),
+    turn([]),
+]
+
+
+def answered(response: httpx.Response) -> bool:
+    """True for a 200; otherwise print what the proxy answered."""
+    if response.status_code != 200:
+        print(f"  proxy: status {response.status_code}: {response.text}")
+    return response.status_code == 200
+
+
+def show_received(kind: str, text: str) -> None:
+    """Print a failed result as the model received it."""
+    print(f"  [{kind}] as the model received it:")
+    print("    " + text.replace("\n", "\n    "))
+
+
+def play_responses(client: httpx.Client, model: Any) -> None:
+    """OpenAI Responses: the whole transcript each turn (`store: false`), as Codex sends it."""
+    print(rule("OpenAI Responses: POST /v1/responses (Codex-style exec output)"))
+    items: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    for _ in RESPONSES_SCRIPT:
+        body = {"model": "gpt-5-codex", "instructions": SYSTEM, "input": items, "store": False}
+        response = client.post("/v1/responses", json=body, headers={"X-Session-Id": "demo-codex"})
+        if not answered(response):
+            return
+        received = model.state.received[-1]["input"]
+        if received[-1].get("type") == "function_call_output":
+            show_received("function_call_output", received[-1]["output"])
+        output = response.json()["output"]
+        items += output
+        for item in output:
+            if item["type"] == "message":
+                print(f"  model answers: {item['content'][0]['text']}")
+            else:
+                print(f"  model calls {item['name']}({item['arguments']})")
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": item["call_id"],
+                        "output": CODEX_EXEC,
+                    }
+                )
+
+
+def play_messages(client: httpx.Client, model: Any) -> None:
+    """Anthropic Messages: `is_error` tool results, a system block with `cache_control`."""
+    print(rule("Anthropic Messages: POST /v1/messages (Claude Code-style is_error results)"))
+    system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    headers = {"X-Session-Id": "demo-claude", "anthropic-version": "2023-06-01"}
+    for _ in MESSAGES_SCRIPT:
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": system}
+        response = client.post("/v1/messages", json=body | {"messages": messages}, headers=headers)
+        if not answered(response):
+            return
+        sent = model.state.received[-1]
+        last = sent["messages"][-1]["content"]
+        if isinstance(last, list) and last[0].get("type") == "tool_result":
+            show_received("tool_result is_error=true", last[0]["content"])
+            kept = "kept" if sent["system"] == system else "CHANGED"
+            print(f"  system block with cache_control: {kept}")
+        content = response.json()["content"]
+        messages.append({"role": "assistant", "content": content})
+        results = []
+        for block in content:
+            if block["type"] == "text":
+                print(f"  model answers: {block['text']}")
+            else:
+                print(f"  model calls {block['name']}({json.dumps(block['input'])})")
+                result = {"tool_use_id": block["id"], "content": CLAUDE_READ, "is_error": True}
+                results.append({"type": "tool_result", **result})
+        if results:
+            messages.append({"role": "user", "content": results})
+
+
 def run_demo() -> int:
-    """Run the scripted session; returns the process exit code."""
-    model = create_mock_app(SCRIPT, by_request=True)
+    """Run the scripted sessions; returns the process exit code."""
+    print(LEGEND)
+    scripts = {"responses": RESPONSES_SCRIPT, "messages": MESSAGES_SCRIPT}
+    model = create_mock_app(SCRIPT, by_request=True, scripts=scripts)
     with BackgroundServer(model) as upstream:
-        settings = Settings(upstream=f"{upstream.url}/v1", hot_reload=False)
+        settings = Settings(
+            upstream=f"{upstream.url}/v1",
+            anthropic_upstream=upstream.url,
+            store="memory",
+            hot_reload=False,
+        )
         with BackgroundServer(create_app(settings)) as proxy:
             print(f"mock model on {upstream.url}, recovery-proxy on {proxy.url}")
+            print(rule("Chat Completions: POST /v1/chat/completions"))
             play(f"{proxy.url}", model)
+            headers = {"Authorization": "Bearer sk-demo"}
+            with httpx.Client(base_url=proxy.url, headers=headers, timeout=30) as client:
+                play_responses(client, model)
+                play_messages(client, model)
     return 0

@@ -103,11 +103,11 @@ def tool_call(n: int, name: str, arguments: dict[str, str]) -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
-def model_script(framework: Framework) -> list[dict[str, Any]]:
+def model_script(final_as_tool: bool = False) -> list[dict[str, Any]]:
     """Fail twice on the same file, read another one, then finish."""
     final = (
         tool_call(4, "final_answer", {"answer": ANSWER})
-        if framework.final_as_tool
+        if final_as_tool
         else {"role": "assistant", "content": ANSWER}
     )
     return [
@@ -131,11 +131,11 @@ def frameworks_python() -> Path:
     return python
 
 
-def run_agent(framework: Framework, base_url: str) -> subprocess.CompletedProcess[str]:
-    """Run the framework's agent script against `base_url`, on loopback only."""
+def run_client(script: str, base_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a client script of `clients/` against `base_url`, on loopback only."""
     env = {k: v for k, v in os.environ.items() if k not in ROUTING_ENV} | QUIET_ENV
     return subprocess.run(
-        [str(frameworks_python()), str(CLIENTS / framework.script), "--base-url", base_url],
+        [str(frameworks_python()), str(CLIENTS / script), "--base-url", base_url, *args],
         capture_output=True,
         text=True,
         timeout=CLIENT_TIMEOUT,
@@ -188,12 +188,12 @@ def first_with_failures(received: list[dict[str, Any]], framework: Framework, n:
 def test_framework_tool_errors_get_recovery_blocks(name: str) -> None:
     framework = FRAMEWORKS[name]
     frameworks_python()
-    mock = create_mock_app(model_script(framework), by_request=framework.by_request)
+    mock = create_mock_app(model_script(framework.final_as_tool), by_request=framework.by_request)
     with (
         BackgroundServer(mock) as upstream,
         BackgroundServer(create_app(make_settings(upstream=f"{upstream.url}/v1"))) as proxy,
     ):
-        done = run_agent(framework, f"{proxy.url}/v1")
+        done = run_client(framework.script, f"{proxy.url}/v1")
     received: list[dict[str, Any]] = mock.state.received
     assert done.returncode == 0, f"{name} agent failed:\n{done.stdout}\n{done.stderr}"
     assert ANSWER in done.stdout

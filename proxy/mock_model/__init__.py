@@ -1,0 +1,103 @@
+"""A scripted mock model for the demo, tests and benchmarks, speaking three wire formats:
+Chat Completions (`/v1/chat/completions`), OpenAI Responses (`/v1/responses`) and Anthropic
+Messages (`/v1/messages`), each as JSON or SSE, so real SDKs parse its answers.
+
+The reply to a request is turn n of the script, where n is the number of model turns already
+in the conversation (or, with `by_request=True`, the number of requests this format received
+before); past the end of the script it answers "Done.". Turns are written once, as Chat
+Completions assistant messages, and rendered in each format. `scripts` gives a format its own
+script ("chat", "responses", "messages"). Every request body received is kept, in order, in
+`app.state.received`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from proxy.mock_model import anthropic, chat, responses
+from proxy.mock_model.chat import completion, stream_chunks
+from proxy.mock_model.script import DONE, Turn, pick
+
+__all__ = ["DONE", "completion", "create_mock_app", "stream_chunks"]
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status, media_type="application/json")
+
+
+def _sse(frames: list[bytes]) -> StreamingResponse:
+    async def gen() -> AsyncIterator[bytes]:
+        for frame in frames:
+            yield frame
+
+    return StreamingResponse(gen(), media_type="text/event-stream")
+
+
+def create_mock_app(
+    script: list[Turn] | None = None,
+    by_request: bool = False,
+    scripts: Mapping[str, list[Turn]] | None = None,
+) -> Starlette:
+    """The mock model app; `script` lists the assistant turns to answer with, in order."""
+    own = dict(scripts or {})
+    served: Counter[str] = Counter()
+
+    async def receive(request: Request, fmt: str) -> tuple[dict[str, Any], list[Turn], int]:
+        payload = orjson.loads(await request.body())
+        app.state.received.append(payload)
+        served[fmt] += 1
+        return payload, own.get(fmt, script or []), served[fmt] - 1
+
+    async def chat_route(request: Request) -> Response:
+        payload, turns, before = await receive(request, "chat")
+        turn = pick(turns, before if by_request else chat.turns_taken(payload))
+        model = payload.get("model", "mock-model")
+        if payload.get("stream"):
+            usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+            return _sse(stream_chunks(turn, model, usage))
+        return _json(completion(turn, model))
+
+    async def responses_route(request: Request) -> Response:
+        payload, turns, before = await receive(request, "responses")
+        history = memory.history(payload)
+        if history is None:
+            return _json(responses.not_found(payload["previous_response_id"]), 400)
+        turn = pick(turns, before if by_request else responses.turns_taken(history))
+        rid = f"resp_mock_{len(app.state.received)}"
+        output = responses.output_items(turn)
+        memory.remember(rid, history, output)
+        if payload.get("stream"):
+            return _sse(responses.stream_events(payload, rid, output))
+        return _json(responses.response_body(payload, rid, output, done=True))
+
+    async def messages_route(request: Request) -> Response:
+        payload, turns, before = await receive(request, "messages")
+        turn = pick(turns, before if by_request else anthropic.turns_taken(payload))
+        content = anthropic.content_blocks(turn)
+        if payload.get("stream"):
+            return _sse(anthropic.stream_events(payload, content))
+        return _json(anthropic.message_body(payload, content))
+
+    async def models(request: Request) -> Response:
+        data = [{"id": "mock-model", "object": "model", "owned_by": "mock"}]
+        return _json({"object": "list", "data": data})
+
+    memory = responses.Memory()
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_route, methods=["POST"]),
+            Route("/v1/responses", responses_route, methods=["POST"]),
+            Route("/v1/messages", messages_route, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+        ]
+    )
+    app.state.received = []
+    return app
