@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import subprocess
@@ -83,6 +84,12 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+def call_id(i: int) -> str:
+    """An id shaped like the providers' (`call_` + 24 random-looking characters); local model
+    servers' short ids (`call_0`) take the proxy's slower digest identity instead."""
+    return "call_" + hashlib.sha256(str(i).encode()).hexdigest()[:24]
+
+
 def conversation(n_messages: int, failures_every: int = 0) -> list[dict[str, Any]]:
     """A realistic agent conversation of about `n_messages` messages (tool calls and results)."""
     messages: list[dict[str, Any]] = [
@@ -99,7 +106,7 @@ def conversation(n_messages: int, failures_every: int = 0) -> list[dict[str, Any
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": f"call_{i:05d}",
+                        "id": call_id(i),
                         "type": "function",
                         "function": {"name": "read_file", "arguments": f'{{"path": "{path}"}}'},
                     }
@@ -112,5 +119,5 @@ def conversation(n_messages: int, failures_every: int = 0) -> list[dict[str, Any
             if failing
             else f"def handler_{i}(request):\n    return process(request)\n" * 12
         )
-        messages.append({"role": "tool", "tool_call_id": f"call_{i:05d}", "content": content})
+        messages.append({"role": "tool", "tool_call_id": call_id(i), "content": content})
     return messages[:n_messages]
