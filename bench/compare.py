@@ -55,6 +55,7 @@ MODEL = "gpt-4.1"
 LITELLM_VERSION = "1.102.4"
 SIZES = (10, 100, 1000)
 CONNECTIONS = 32
+SETTLE = 0.005  # seconds after each LiteLLM request, so its background work is not counted
 GROW_BASE, GROW_TURNS = 80, 20  # growing sessions: 80 messages + 20 new turns -> 82..120
 TARGETS = ("direct", "recovery-proxy", "litellm")
 HEALTH = {"recovery-proxy": "/healthz", "litellm": "/health/liveliness"}
@@ -416,6 +417,8 @@ def run_rounds(
             k = i % len(names)
             for name in names[k:] + names[:k]:
                 elapsed, response = clients[name].post(body, session)
+                if name == "litellm":  # it keeps working after answering (logging, costs):
+                    time.sleep(SETTLE)  # let that finish before the next target is timed
                 sample = samples[name]
                 sample.requests += 1
                 if not timed:
@@ -432,6 +435,17 @@ def run_rounds(
     ours = self_cpu() - mine + sum(sample.cpu_s for sample in samples.values())
     other = 100 * (machine_busy() - busy - ours) / (time.perf_counter() - wall)
     return samples, max(0.0, other)
+
+
+def grow(client: Client, body: bytes, session: str) -> None:
+    """Send `body`'s conversation the way an agent builds it, one tool turn per request, so
+    each failure is annotated when it first arrives (a session first seen whole is only
+    recorded: first sight annotates the newest batch alone). The timed requests then
+    measure the steady state: every block re-applied byte for byte."""
+    payload = orjson.loads(body)
+    messages = payload["messages"]
+    for end in range(4, len(messages), 2):
+        client.post(orjson.dumps({**payload, "messages": messages[:end]}), session)
 
 
 def steady_body(n: int) -> bytes:
@@ -840,6 +854,8 @@ def main() -> None:
                 items, size = growing_items(counts["grow"])
                 plan.append(("100 growing", items, size))
                 for row, items, size in plan:
+                    if row.isdigit():  # the proxy's session built turn by turn, as by an agent
+                        grow(clients["recovery-proxy"], items[0][0], items[0][1])
                     timed = sum(1 for item in items if item[2])
                     log(f"sequential {row}: {timed} requests per target, {size / 1024:.0f} KiB")
                     samples, seq_other[row] = run_rounds(clients, servers, items)
@@ -857,7 +873,8 @@ def main() -> None:
                 body_path = os.path.join(workdir, "body-100.json")
                 with open(body_path, "wb") as f:
                     f.write(body)
-                for i in range(CONNECTIONS):  # every session seen once: steady state
+                for i in range(CONNECTIONS):  # every session built turn by turn: steady state
+                    grow(clients["recovery-proxy"], body, f"tp-{i}")
                     for client in clients.values():
                         client.post(body, f"tp-{i}")
                 for name in names:
@@ -967,8 +984,10 @@ def render(**k: Any) -> str:
     add("")
     add(
         "Requests interleaved direct / recovery-proxy / LiteLLM, order rotated each round, so all "
-        "see the same machine state; same body every request per size (steady state: the session "
-        "has seen everything, recovery blocks re-applied). Bodies are `bench.common.conversation`"
+        "see the same machine state (a 5 ms pause after each LiteLLM request lets its after-answer "
+        "work finish first); same body every request per size (steady state: the proxy's session "
+        "was built turn by turn beforehand, as an agent builds it, so every failure's block is "
+        "re-applied byte for byte). Bodies are `bench.common.conversation`"
         " agent transcripts with every 10th tool result failing (10 messages hold only 4 results:"
         " the 4th fails). *100 growing*: sessions of 80 messages, "
         f"each request adds one new tool call + result (every third failing), {GROW_TURNS} "

@@ -45,7 +45,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
     path = scope["path"]
-    if scope["method"] == "POST" and path.endswith("/chat/completions"):
+    if scope["method"] == "POST" and path.endswith(
+        ("/chat/completions", "/responses", "/messages")
+    ):
         chunks = []
         more = True
         while more:
