@@ -172,7 +172,12 @@ class RecoveryProxy:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")
                 await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])
                 return
-        extra = [(b"x-recovery-proxy-injected", str(rewrite.injected).encode())]
+        extra = [
+            (b"x-recovery-proxy-injected", b"%d" % rewrite.injected),
+            (b"x-recovery-proxy-reapplied", b"%d" % rewrite.reapplied),
+        ]
+        if rewrite.session:
+            extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
         if params is not None:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
             await self._watched(receive, litellm_route.respond(send, routed, params, extra))

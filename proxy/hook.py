@@ -26,7 +26,9 @@ class Rewrite:
     with `reject` (a 409 in the wire format's error shape carrying this message)."""
 
     body: bytes | None = None
-    injected: int = 0
+    injected: int = 0  # texts added for the first time in this request
+    reapplied: int = 0  # earlier texts re-applied byte for byte
+    session: str = ""  # the session key (tenant hash : session digest)
     reject: str | None = None
 
 

@@ -75,11 +75,14 @@ class RecoveryPipeline:
         if plan.events:
             self._send_events(plan.events, rules)
         if plan.reject is not None:
-            return Rewrite(reject=rules.templates["blocked"].format(reason=plan.reject))
+            reason = rules.templates["blocked"].format(reason=plan.reject)
+            return Rewrite(reject=reason, session=key)
         if not plan.appends and not plan.summary:
-            return UNCHANGED
+            return Rewrite(session=key)
         payload = wire.splice(request.payload, plan, rules.placement)
-        return Rewrite(body=orjson.dumps(payload), injected=plan.injected)
+        fresh = min(plan.fresh, plan.injected)
+        reapplied = plan.injected - fresh
+        return Rewrite(orjson.dumps(payload), fresh, reapplied, session=key)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float

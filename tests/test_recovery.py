@@ -27,7 +27,15 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     assert "Previous attempts (this session):\n  none" in first
     assert "Recovery suggestions:\n  - Verify the path or name exists" in first
 
-    await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
+    response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
+    # One new block, the first one re-applied; the session key names the tenant and session.
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    assert response.headers["x-recovery-proxy-reapplied"] == "1"
+    tenant, _, session = response.headers["x-recovery-proxy-session"].partition(":")
+    assert len(tenant) == 16 and session
+    repeat = await agent.send()  # the same request again: nothing new, both re-applied
+    assert repeat.headers["x-recovery-proxy-injected"] == "0"
+    assert repeat.headers["x-recovery-proxy-reapplied"] == "2"
     second = agent.last_tool_text
     assert f'  1. edit_file("src/config.ts") -> not_found: {ENOENT}' in second
     # Same category on the same target counts as a repeat whatever the tool (issue 11).
@@ -353,8 +361,10 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
         response = await agent.call(tool, args, result)
         assert response.status_code == 200
     assert len(agent.forwarded) == turns
-    injected = [int(r.headers["x-recovery-proxy-injected"]) for r in agent.responses]
-    assert injected[-1] > 10
+    last = agent.responses[-1].headers
+    # Each turn adds at most one new text; every earlier one is re-applied byte for byte.
+    assert int(last["x-recovery-proxy-injected"]) <= 1
+    assert int(last["x-recovery-proxy-reapplied"]) > 10
     for previous, current in zip(agent.forwarded, agent.forwarded[1:], strict=False):
         before = previous["messages"]
         assert current["messages"][: len(before)] == before

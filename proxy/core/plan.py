@@ -46,8 +46,11 @@ class Plan:
     escalations: int = 0
     compaction: list[str] = field(default_factory=list)  # signals, when one was detected
 
+    fresh: int = 0  # texts rendered for the first time in this request (the rest re-applied)
+
     @property
     def injected(self) -> int:
+        """Every text this request carries: new ones and re-applied ones."""
         return len(self.appends) + (1 if self.summary else 0)
 
 

@@ -67,6 +67,7 @@ def observe(
         plan.compaction = signals
         state.compactions.append(Compaction(time=now, turn=state.turn, signals=signals))
         state.summary = frozen_summary(state, visible, rules, budget.count)
+        plan.fresh += 1 if state.summary else 0
         more = loops.compaction_loop(state.loop, state.compactions, rules)
         found.notices += more.notices
         found.escalations += more.escalations
@@ -83,6 +84,7 @@ def observe(
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
         if text and not any(marker in result.text for marker in MARKERS):
             state.annotations[result.key] = text
+            plan.fresh += 1
     for result in conv.results:
         text = state.annotations.get(result.key)
         if text:
