@@ -18,7 +18,7 @@ import orjson
 from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from proxy.core.plan import Plan
 from proxy.rules import Placement
-from proxy.wire.base import CallQueue, WireFormat, text_tokens
+from proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}
@@ -135,18 +135,14 @@ def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[st
     """A copy of `payload` with the plan applied; messages not touched are shared. Blocks go
     inside their tool_result (`append`) or as one text block closing the user message
     (`message`): tool_result blocks stay first in their message either way."""
-    messages: list[Any] = list(payload["messages"])
-    by_message: dict[int, list[tuple[int, str]]] = {}
-    for (i, j), text in sorted(plan.appends.items()):
-        by_message.setdefault(i, []).append((j, text))
-    for i, blocks in by_message.items():
-        content = list(messages[i]["content"])
-        if placement.mode == "append":
-            for j, text in blocks:
-                content[j] = _with_text(content[j], text)
-        else:
-            content.append({"type": "text", "text": "\n\n".join(text for _, text in blocks)})
-        messages[i] = {**messages[i], "content": content}
+    messages = splice_parts(
+        payload["messages"],
+        "content",
+        plan.appends,
+        placement.mode,
+        _with_text,
+        lambda text: {"type": "text", "text": text},
+    )
     out = {**payload, "messages": messages}
     if plan.summary:
         out["system"] = _with_summary(payload.get("system"), plan.summary)

@@ -119,3 +119,29 @@ def text_tokens(payload: Payload, fields: tuple[str, ...], model: str) -> int:
     """Tokens of the prose under `fields` of a body (formats litellm cannot count)."""
     text = "\n".join(s for field in fields for s in _strings(payload.get(field), field))
     return tokens.count_messages([{"role": "user", "content": text}], model)
+
+
+def splice_parts(
+    items: list[Any],
+    field: str,
+    appends: Mapping[Any, str],
+    mode: str,
+    with_text: Callable[[Any, str], Any],
+    as_part: Callable[[str], Any],
+) -> list[Any]:
+    """`items` (messages, contents) with each text placed after part `j` of item `i` (keys of
+    `appends` are `(i, j)`): inside that part (`append` mode, via `with_text`) or as one new
+    part closing the item (`message` mode, via `as_part`). Untouched items are shared."""
+    out = list(items)
+    by_item: dict[int, list[tuple[int, str]]] = {}
+    for (i, j), text in sorted(appends.items()):
+        by_item.setdefault(i, []).append((j, text))
+    for i, blocks in by_item.items():
+        parts = list(out[i][field])
+        if mode == "append":
+            for j, text in blocks:
+                parts[j] = with_text(parts[j], text)
+        else:
+            parts.append(as_part("\n\n".join(text for _, text in blocks)))
+        out[i] = {**out[i], field: parts}
+    return out

@@ -22,7 +22,7 @@ import orjson
 from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
 from proxy.core.plan import Plan
 from proxy.rules import Placement
-from proxy.wire.base import WireFormat, text_tokens
+from proxy.wire.base import WireFormat, splice_parts, text_tokens
 
 API_KEY_HEADER = "x-goog-api-key"
 PATH_PREFIXES = ("/v1beta/models/", "/v1/models/")
@@ -185,18 +185,14 @@ def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[st
     """A copy of `payload` with the plan applied; contents not touched are shared. Blocks go
     inside their functionResponse (`append`) or as one text part closing the content
     (`message`): functionResponse parts stay first either way."""
-    contents: list[Any] = list(payload["contents"])
-    by_content: dict[int, list[tuple[int, str]]] = {}
-    for (i, j), text in sorted(plan.appends.items()):
-        by_content.setdefault(i, []).append((j, text))
-    for i, blocks in by_content.items():
-        parts = list(contents[i]["parts"])
-        if placement.mode == "append":
-            for j, text in blocks:
-                parts[j] = _with_text(parts[j], text)
-        else:
-            parts.append({"text": "\n\n".join(text for _, text in blocks)})
-        contents[i] = {**contents[i], "parts": parts}
+    contents = splice_parts(
+        payload["contents"],
+        "parts",
+        plan.appends,
+        placement.mode,
+        _with_text,
+        lambda text: {"text": text},
+    )
     out = {**payload, "contents": contents}
     if plan.summary:
         key, instruction = _get(payload, "systemInstruction", "system_instruction")
