@@ -89,12 +89,13 @@ class RecoveryProxy:
                     await self._bad_session_path(scope, send, str(exc))
                     return
                 path = scope["path"]
-            if self.settings.require_credential and not _has_credential(scope):
-                await self._unauthenticated(scope, send)
-                return
             wire = self.routes.get(path)
             if wire is None and self.matched and scope["method"] == "POST":
                 wire = next((w for w in self.matched if w.path_match(path)), None)
+            proxied = wire is not None or path.startswith(self.roots)
+            if proxied and self.settings.require_credential and not _has_credential(scope):
+                await self._unauthenticated(scope, send)  # health and metrics stay open
+                return
             if wire is not None and scope["method"] == "POST":
                 await self._rewritten(scope, receive, send, wire, session)
                 return

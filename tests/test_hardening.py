@@ -108,10 +108,12 @@ async def test_anonymous_callers_can_be_refused(chat_body) -> None:
             signed = await client.post(
                 "/v1/chat/completions", json=chat_body(), headers={"authorization": "Bearer sk-1"}
             )
+            health = await client.get("/healthz")
     assert anonymous.status_code == 401
     assert anonymous.json()["error"]["code"] == "missing_credential"
     assert messages.status_code == 401 and messages.json()["type"] == "error"
     assert signed.status_code == 200 and route.call_count == 1
+    assert health.status_code == 200  # health checks need no credential
 
 
 def test_aborted_upload_is_not_an_error(caplog) -> None:
