@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any
@@ -82,7 +83,7 @@ class RecoveryPipeline:
         payload = wire.splice(request.payload, plan, rules.placement)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
-        return Rewrite(orjson.dumps(payload), fresh, reapplied, session=key)
+        return Rewrite(serialise(payload), fresh, reapplied, session=key)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
@@ -159,6 +160,15 @@ class RecoveryPipeline:
             await self.client.post(url, json=event, timeout=5.0)
         except httpx.HTTPError as exc:
             log.warning("escalation webhook to %s failed: %s", url, exc)
+
+
+def serialise(payload: dict[str, Any]) -> bytes:
+    """The rewritten body. orjson stops at 255 levels of nesting; the standard library goes
+    on (slower, only for such bodies), so a deeply nested request still gets its recovery."""
+    try:
+        return orjson.dumps(payload)
+    except orjson.JSONEncodeError:
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def tokens_for(model: str) -> Any:

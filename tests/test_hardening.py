@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import socket
 import zlib
 
@@ -127,3 +128,28 @@ def test_aborted_upload_is_not_an_error(caplog) -> None:
             )
         assert httpx.get(f"{proxy.url}/healthz").status_code == 200
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+async def test_deeply_nested_body_still_gets_its_recovery(chat_body) -> None:
+    # 400 levels: orjson reads it but cannot write it back; the block must still go out.
+    body = chat_body()
+    deep: dict = {}
+    node = deep
+    for _ in range(400):
+        node["x"] = {}
+        node = node["x"]
+    body["metadata"] = deep
+    body["messages"][-1]["content"] = "Error: ENOENT: no such file or directory, open 'Makefile'"
+    async with proxy_client() as client:
+        with upstream_mock() as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+            response = await client.post(
+                "/v1/chat/completions",
+                content=json.dumps(body).encode(),
+                headers={"authorization": "Bearer sk-deep"},
+            )
+    assert response.status_code == 200
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    sent = json.loads(route.calls.last.request.content)
+    assert "[Error Recovery Context]" in sent["messages"][-1]["content"]
+    assert sent["metadata"] == deep
