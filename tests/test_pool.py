@@ -78,7 +78,7 @@ async def hang_up(url: str, stall: str) -> None:
     async with httpx.AsyncClient(timeout=10) as client:
         if stall == "headers":
             try:
-                await client.post(url, json=body(stall), timeout=0.3)
+                await client.post(url, json=body(stall), timeout=httpx.Timeout(10, read=0.3))
             except httpx.ReadTimeout:
                 return
             raise AssertionError("the upstream should have stalled")
