@@ -10,8 +10,10 @@ import httpx
 import orjson
 
 from proxy.app import create_app
+from proxy.asgi import read_body
 from proxy.servers import BackgroundServer
 from tests.conftest import make_settings
+from tests.upstream import MAX_BODY, serve_lifespan
 
 FIRST = b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
 DONE = b'data: {"id":"c1","object":"chat.completion","choices":[]}\n\n'
@@ -29,16 +31,9 @@ class StallingUpstream:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await serve_lifespan(receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive, MAX_BODY, None)
         with self.lock:
             self.ports.add(scope["client"][1])
             self.open += 1

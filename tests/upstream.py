@@ -25,9 +25,11 @@ from typing import Any
 
 import httpx
 
+from proxy.asgi import read_body
 from proxy.servers import BackgroundServer, free_port
 
 PORT = free_port()
+MAX_BODY = 1 << 30
 ROOT = f"http://127.0.0.1:{PORT}"
 
 
@@ -99,12 +101,7 @@ class UpstreamMock:
         return self.route("PUT", url, **kw)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive, MAX_BODY, None)
         query = scope["query_string"].decode("latin-1")
         raw_path = scope.get("raw_path") or scope["path"].encode()
         url = httpx.URL(f"{ROOT}{raw_path.decode('latin-1')}" + (f"?{query}" if query else ""))
@@ -147,6 +144,13 @@ async def _answer(route: MockRoute, request: httpx.Request, receive: Any) -> htt
     return route.return_value or httpx.Response(200)
 
 
+async def serve_lifespan(receive: Any, send: Any) -> None:
+    """Answer the ASGI lifespan protocol for a test server that needs no start-up work."""
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
+
+
 class _Dispatcher:
     """The server's app: the innermost active `upstream_mock()` answers."""
 
@@ -155,9 +159,7 @@ class _Dispatcher:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await serve_lifespan(receive, send)
             return
         mock = self.stack[-1] if self.stack else UpstreamMock()
         await mock(scope, receive, send)
