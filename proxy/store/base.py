@@ -26,6 +26,10 @@ class Store(Protocol):
 
     async def purge(self, key: str | None = None) -> int: ...
 
+    async def list_sessions(self, limit: int = 1000) -> list[tuple[str, SessionState]]:
+        """Up to `limit` live sessions as (key, state), most recently updated first."""
+        ...
+
     async def close(self) -> None: ...
 
 

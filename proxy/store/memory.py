@@ -56,6 +56,17 @@ class MemoryStore:
     async def get(self, key: str) -> SessionState | None:
         return self._load(key, time.time())
 
+    async def list_sessions(self, limit: int = 1000) -> list[tuple[str, SessionState]]:
+        now = time.time()
+        found: list[tuple[str, SessionState]] = []
+        for key in reversed(self.sessions):  # most recently used first
+            state = self._load(key, now)
+            if state is not None:
+                found.append((key, state))
+                if len(found) >= limit:
+                    break
+        return found
+
     async def purge(self, key: str | None = None) -> int:
         self.live.drop(key)
         if key is None:

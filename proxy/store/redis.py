@@ -86,6 +86,23 @@ class RedisStore:
         raw = await self.client.get(self._key(key))
         return SessionState.model_validate_json(raw) if raw else None
 
+    async def list_sessions(self, limit: int = 1000) -> list[tuple[str, SessionState]]:
+        """Sessions under the prefix, most recently updated first. SCAN visits every key, so
+        this is for operators (CLI, admin), never for the request path."""
+        found: list[tuple[str, SessionState]] = []
+        pattern = _escape_glob(self.prefix) + "*"
+        names = [name async for name in self.client.scan_iter(match=pattern, count=SCAN_BATCH)]
+        for start in range(0, len(names), SCAN_BATCH):
+            chunk = names[start : start + SCAN_BATCH]
+            for name, raw in zip(chunk, await self.client.mget(chunk), strict=True):
+                if raw:
+                    key = name.decode() if isinstance(name, bytes) else str(name)
+                    found.append(
+                        (key.removeprefix(self.prefix), SessionState.model_validate_json(raw))
+                    )
+        found.sort(key=lambda item: item[1].updated, reverse=True)
+        return found[:limit]
+
     async def purge(self, key: str | None = None) -> int:
         """Delete one session, or every session under the prefix; returns how many went."""
         if key is not None:

@@ -121,6 +121,16 @@ class SqliteStore:
 
         return await self._run(job)
 
+    async def list_sessions(self, limit: int = 1000) -> list[tuple[str, SessionState]]:
+        def job(conn: sqlite3.Connection) -> list[tuple[str, SessionState]]:
+            rows = conn.execute(
+                "SELECT key, state FROM sessions WHERE updated >= ? ORDER BY updated DESC LIMIT ?",
+                (time.time() - self.ttl, limit),
+            ).fetchall()
+            return [(key, SessionState.model_validate_json(raw)) for key, raw in rows]
+
+        return await self._run(job)
+
     async def purge(self, key: str | None = None) -> int:
         """Delete one session, or all of them; returns how many rows went."""
 

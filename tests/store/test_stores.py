@@ -121,6 +121,20 @@ async def test_purge_one_then_all(make_store: StoreFactory) -> None:
     assert await store.purge() == 0
 
 
+async def test_sessions_lists_the_most_recent_first(make_store: StoreFactory) -> None:
+    store = await make_store()
+    keys = [f"5f1c0e2a9b7d3c41:h:list-{n}" for n in range(4)]
+    for key in keys:
+        await store.update(key, record_call(0))
+        await asyncio.sleep(0.01)  # distinct update times
+    listed = await store.list_sessions()
+    assert [key for key, _ in listed] == keys[::-1]
+    assert all(state.turn == 1 and "c0" in state.seen for _, state in listed)
+    assert [key for key, _ in await store.list_sessions(limit=2)] == keys[:1:-1]
+    await store.purge(keys[0])
+    assert keys[0] not in [key for key, _ in await store.list_sessions()]
+
+
 async def test_fifty_concurrent_updates_on_one_session(make_store: StoreFactory) -> None:
     store = await make_store()
     results = await asyncio.gather(*(store.update(KEY, record_call(i)) for i in range(50)))
