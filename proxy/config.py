@@ -38,7 +38,10 @@ class Settings(BaseSettings):
     session_ttl_seconds: int = Field(24 * 3600, gt=0)
     max_sessions: int = Field(10_000, gt=0)
     context_window: int | None = Field(None, description="override the model's context window")
-    admin_token: str | None = None
+    admin_token: str | None = Field(None, description="enables /admin (Bearer token)")
+    control_fraction: float = Field(
+        0.0, ge=0.0, le=1.0, description="share of sessions in the A/B control arm"
+    )
     log_bodies: bool = False
     hot_reload: bool = True
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 MAX_RECORDS = 50
@@ -13,6 +15,7 @@ MAX_COMPACTIONS = 20
 MAX_BLOCKED = 20
 MAX_PENDING = 4
 MAX_LINKS = 16
+MAX_TIMELINE = 100
 
 
 class FailureRecord(BaseModel):
@@ -55,6 +58,30 @@ class LoopState(BaseModel):
     reject_length: int = 0
 
 
+class Stats(BaseModel):
+    """Running totals for the operator's view and the A/B report (never trimmed; counters
+    only). In a control-arm session they count what *would* have been injected."""
+
+    results: int = 0  # tool results judged
+    failures: int = 0
+    repeat_failures: int = 0  # failures repeating an earlier one's target and category
+    loop_notices: int = 0  # repeat and loop notices that fired (or would have, in control)
+    escalations: int = 0
+    streak_total: int = 0  # sum of the lengths of consecutive-failure streaks that ended
+    streaks: int = 0  # how many such streaks ended
+    tokens_injected: int = 0  # tokens of texts added for the first time (0 in control)
+
+
+class Event(BaseModel):
+    """One thing the proxy did (or, in control, would have done) in a session."""
+
+    time: float
+    turn: int
+    kind: Literal["block", "notice", "escalation", "compaction", "summary"]
+    call_id: str = ""
+    text: str = ""
+
+
 class Link(BaseModel):
     """In an agent's continuity index: the conversation a thread belongs to (proxy/continuity)."""
 
@@ -77,6 +104,8 @@ class SessionState(BaseModel):
     blocked: dict[str, str] = Field(default_factory=dict)  # call id -> reason (sticky block)
     loop: LoopState = Field(default_factory=LoopState)
     links: dict[str, Link] = Field(default_factory=dict)  # continuity index states only
+    stats: Stats = Field(default_factory=Stats)
+    timeline: list[Event] = Field(default_factory=list)  # newest last, capped
     updated: float = 0.0
 
     def trim(self) -> None:
@@ -86,6 +115,7 @@ class SessionState(BaseModel):
         del self.compactions[:-MAX_COMPACTIONS]
         del self.loop.steps[:-MAX_CALLS]
         del self.loop.pending[:-MAX_PENDING]
+        del self.timeline[:-MAX_TIMELINE]
         for mapping, cap in (
             (self.annotations, MAX_ANNOTATIONS),
             (self.seen, MAX_SEEN),
