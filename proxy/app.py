@@ -362,7 +362,7 @@ async def _default_rewriter(
     from proxy.rules_watch import RulesHolder
     from proxy.store import open_store
 
-    rules = RulesHolder(settings.rules, metrics)
+    rules = RulesHolder(settings.rules, metrics, settings.extra_rules)
     if settings.hot_reload:
         rules.start()
         stack.push_async_callback(rules.stop)

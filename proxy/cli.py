@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+EXTRA_RULES_HELP = (
+    "a rules directory on top of the bundled (or --rules) ones: a rule or category with the "
+    "same id replaces the bundled one (default: RECOVERY_PROXY_EXTRA_RULES)"
+)
+
+
+def _env_path() -> Path | None:
+    value = os.environ.get("RECOVERY_PROXY_EXTRA_RULES")
+    return Path(value) if value else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recovery-proxy",
@@ -39,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--models", type=Path, help="LiteLLM model_list YAML: these models go through litellm"
     )
     serve.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
+    serve.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
     serve.add_argument(
         "--store",
         help="memory | sqlite[:PATH] | redis://HOST:PORT/DB "
@@ -54,11 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("file", help="request body (JSON, any supported wire format), or -")
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     explain.add_argument("--rules", type=Path, help="rules directory (default: bundled)")
+    explain.add_argument("--extra-rules", type=Path, default=_env_path(), help=EXTRA_RULES_HELP)
 
     rules = commands.add_parser("rules", help="work with rule files")
     rules_commands = rules.add_subparsers(dest="rules_command", required=True)
     check = rules_commands.add_parser("check", help="validate rules and run their examples")
     check.add_argument("dir", nargs="?", type=Path, help="rules directory (default: bundled)")
+    check.add_argument("--extra-rules", type=Path, default=_env_path(), help=EXTRA_RULES_HELP)
 
     sessions = commands.add_parser("sessions", help="work with stored session state")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
@@ -92,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "rules":
         from proxy.rules_check import check_rules
 
-        return check_rules(args.dir)
+        return check_rules(args.dir, args.extra_rules)
     if args.command == "sessions":
         from proxy.sessions_cli import purge_sessions, store_spec
 
@@ -100,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "explain":
         from proxy.explain import run_explain
 
-        return run_explain(args.file, args.json, args.rules)
+        return run_explain(args.file, args.json, args.rules, args.extra_rules)
     return 2
 
 
@@ -120,6 +134,7 @@ def serve_settings(args: argparse.Namespace) -> Settings:
             "anthropic_upstream",
             "gemini_upstream",
             "rules",
+            "extra_rules",
             "models",
         )
         if (value := getattr(args, key)) is not None
@@ -133,6 +148,7 @@ def serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from proxy.app import create_app
+    from proxy.rules import RulesError, load_rules
     from proxy.store import StoreUnavailable, check_spec, open_store
 
     logging.basicConfig(
@@ -142,12 +158,18 @@ def serve(args: argparse.Namespace) -> int:
         settings = serve_settings(args)
         if check_spec(settings.store) == "sqlite":  # a bad path: one line, not a traceback
             asyncio.run(_open_and_close(open_store(settings)))
+        load_rules(settings.rules, settings.extra_rules)  # broken rules: one line, not a traceback
         app = create_app(settings)  # a bad --models file: one line naming file and field
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     except (ValueError, StoreUnavailable) as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
+        return 2
+    except RulesError as exc:
+        where = settings.rules or "bundled rules"
+        extra = f" + {settings.extra_rules}" if settings.extra_rules else ""
+        print(f"recovery-proxy: rules invalid ({where}{extra}): {exc}", file=sys.stderr)
         return 2
     _tune_gc()
     # No access log: one line per request through Python logging costs more than the rewrite.

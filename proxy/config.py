@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     anthropic_upstream: str = "https://api.anthropic.com"
     gemini_upstream: str = "https://generativelanguage.googleapis.com"
     rules: Path | None = Field(None, description="rules directory; default: the bundled rules")
+    extra_rules: Path | None = Field(
+        None, description="rules directory on top of --rules (same id replaces)"
+    )
     models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
     store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
     redis_prefix: str = "recovery-proxy:"

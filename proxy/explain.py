@@ -19,7 +19,7 @@ from proxy.core.classify import classify, target_of
 from proxy.core.plan import Budget
 from proxy.core.state import SessionState
 from proxy.core.tracker import observe
-from proxy.rules import Rules, load_rules
+from proxy.rules import Rules, RulesError, load_rules
 from proxy.wire import FORMATS, WireFormat
 
 
@@ -91,7 +91,9 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_explain(source: str, as_json: bool, rules_dir: Path | None) -> int:
+def run_explain(
+    source: str, as_json: bool, rules_dir: Path | None, extra: Path | None = None
+) -> int:
     """The CLI command: 0 on success, 2 for a body it cannot read."""
     try:
         raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
@@ -103,7 +105,12 @@ def run_explain(source: str, as_json: bool, rules_dir: Path | None) -> int:
         print("recovery-proxy explain: the body must be a JSON object", file=sys.stderr)
         return 2
     tokens.load_tokenizer()
-    report = explain(payload, load_rules(rules_dir))
+    try:
+        rules = load_rules(rules_dir, extra)
+    except RulesError as exc:
+        print(f"recovery-proxy explain: rules invalid: {exc}", file=sys.stderr)
+        return 2
+    report = explain(payload, rules)
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

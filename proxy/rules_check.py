@@ -49,10 +49,10 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
     return ran, failures
 
 
-def check_rules(directory: Path | None) -> int:
+def check_rules(directory: Path | None, extra: Path | None = None) -> int:
     """Print what is wrong, if anything; exit status 0 only when everything passes."""
     try:
-        rules = load_rules(directory)
+        rules = load_rules(directory, extra)
     except RulesError as exc:
         print(f"rules invalid: {exc}", file=sys.stderr)
         return 1

@@ -16,18 +16,19 @@ log = logging.getLogger("recovery_proxy")
 class RulesHolder:
     """Holds the active rules; `current` is always a complete, valid rule set."""
 
-    def __init__(self, directory: Path | None, metrics: Metrics) -> None:
+    def __init__(self, directory: Path | None, metrics: Metrics, extra: Path | None = None) -> None:
         self.directory = directory or default_rules_dir()
+        self.extra = extra
         self.metrics = metrics
-        self.current: Rules = load_rules(self.directory)
+        self.current: Rules = load_rules(self.directory, extra)
         metrics.set_rules_version(self.current.version)
-        log.info("rules loaded from %s, version %s", self.directory, self.current.version)
+        log.info("rules loaded from %s, version %s", self.current.source, self.current.version)
         self._task: asyncio.Task[None] | None = None
 
     def reload(self) -> bool:
         """Load the directory again; on any problem keep the last good rules."""
         try:
-            rules = load_rules(self.directory)
+            rules = load_rules(self.directory, self.extra)
         except RulesError as exc:
             self.metrics.rules_reloads.labels("rejected").inc()
             log.error("rules reload rejected, keeping version %s: %s", self.current.version, exc)
@@ -42,7 +43,8 @@ class RulesHolder:
     async def _watch(self) -> None:
         from watchfiles import awatch
 
-        async for _ in awatch(self.directory, debounce=200, step=50, recursive=False):
+        watched = [self.directory] + ([self.extra] if self.extra else [])
+        async for _ in awatch(*watched, debounce=200, step=50, recursive=False):
             self.reload()
 
     def start(self) -> None:

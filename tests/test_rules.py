@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from proxy.core.classify import classify
 from proxy.metrics import Metrics
 from proxy.rules import RulesError, default_rules_dir, load_rules
 from proxy.rules_check import check_rules
@@ -74,7 +77,6 @@ def test_rules_check_reports_failing_examples(rules_dir: Path, capsys) -> None:
 
 
 def test_local_rules_extend_the_defaults(rules_dir: Path) -> None:
-    from proxy.core.classify import classify
 
     text = "DEPLOY-7 rollout aborted by policy"
     assert not classify(load_rules(rules_dir), "deploy", text).error
@@ -116,3 +118,72 @@ async def test_hot_reload_applies_good_edits_and_keeps_last_good(rules_dir: Path
         assert 'recovery_proxy_rules_reloads_total{result="rejected"} 1.0' in exposition
     finally:
         await holder.stop()
+
+
+def test_extra_rules_replace_a_category_in_place_and_add_new_ones(tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "team.yaml").write_text(
+        "categories:\n"
+        "  - id: not_found\n"
+        "    patterns: ['(?i)no such file|ENOENT']\n"
+        "    hints: ['Run `ls` on the parent directory first']\n"
+        "  - id: quota\n"
+        "    patterns: ['(?i)quota exceeded']\n"
+        "    hints: ['Wait for the quota window to reset']\n"
+        "templates:\n"
+        "  hint: '* {hint}'\n"
+    )
+    bundled = load_rules()
+    rules = load_rules(None, extra)
+    ids = [c.id for c in rules.categories]
+    assert ids.count("not_found") == 1
+    bundled_ids = [c.id for c in bundled.categories]
+    assert ids == ["quota", *bundled_ids]  # new ones first, the replaced one in its place
+    assert ids[0] == "quota" and "quota" not in [c.id for c in bundled.categories]
+    replaced = rules.category("not_found")
+    assert replaced is not None and replaced.hints == ("Run `ls` on the parent directory first",)
+    assert rules.templates["hint"] == "* {hint}"
+    assert rules.version != bundled.version
+    verdict = classify(rules, "deploy", "Error: quota exceeded for project")
+    assert verdict.error and verdict.category == "quota"
+
+
+def test_extra_rules_errors_name_the_extra_file(tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "team.yaml").write_text("templates:\n  hint: '- {hnt}'\n")
+    with pytest.raises(
+        RulesError, match=r"extra/team.yaml#settings: template .hint.: unknown field"
+    ):
+        load_rules(None, extra)
+    (extra / "team.yaml").write_text("categories: [\n")
+    with pytest.raises(RulesError, match=r"extra rules team.yaml: cannot read YAML"):
+        load_rules(None, extra)
+
+
+def test_serve_with_broken_rules_prints_one_line(rules_dir: Path) -> None:
+    path = rules_dir / "30-recovery.yaml"
+    path.write_text(path.read_text().replace("{operation}", "{operaton}", 1))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proxy.cli",
+            "serve",
+            "--rules",
+            str(rules_dir),
+            "--store",
+            "memory",
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(rules_dir) in lines[0] and "30-recovery.yaml" in lines[0]
+    assert "unknown field(s) ['operaton']" in lines[0]

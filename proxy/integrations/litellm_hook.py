@@ -64,7 +64,7 @@ class RecoveryHook(CustomLogger):
                 from proxy.store import open_store
 
                 settings = self.settings or Settings()
-                rules = RulesHolder(settings.rules, self.metrics)
+                rules = RulesHolder(settings.rules, self.metrics, settings.extra_rules)
                 store = await open_store(settings)
                 client = httpx.AsyncClient(timeout=5.0, trust_env=False)
                 tokens.warm_up_in_background()
