@@ -34,6 +34,7 @@ from proxy.asgi import (
 from proxy.config import Settings
 from proxy.forward import HeaderError, Upstream, new_session, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from proxy.logs import log_request
 from proxy.metrics import Metrics
 from proxy.models import load_models
 from proxy.wire import FORMATS, WireFormat, for_passthrough
@@ -179,6 +180,17 @@ class RecoveryProxy:
         ]
         if rewrite.session:
             extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
+        log_request(
+            session=rewrite.session,
+            wire=wire.name,
+            results=rewrite.results,
+            failures=rewrite.failures,
+            injected=rewrite.injected,
+            reapplied=rewrite.reapplied,
+            started=started,
+            rules_version=rewrite.rules,
+            body=(rewrite.body or plain) if self.settings.log_bodies else None,
+        )
         if params is not None:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
             await self._watched(receive, litellm_route.respond(send, routed, params, extra))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
@@ -56,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory | sqlite[:PATH] | redis://HOST:PORT/DB "
         "(default: RECOVERY_PROXY_STORE, else sqlite in the user's state directory)",
     )
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="default: RECOVERY_PROXY_LOG_LEVEL, else info",
+    )
 
     commands.add_parser("demo", help="play a scripted agent session offline against a mock model")
 
@@ -136,6 +139,7 @@ def serve_settings(args: argparse.Namespace) -> Settings:
             "rules",
             "extra_rules",
             "models",
+            "log_level",
         )
         if (value := getattr(args, key)) is not None
     }
@@ -148,14 +152,13 @@ def serve(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from proxy.app import create_app
+    from proxy.logs import configure
     from proxy.rules import RulesError, load_rules
     from proxy.store import StoreUnavailable, check_spec, open_store
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         settings = serve_settings(args)
+        configure(settings.log_level, settings.log_format, settings.log_bodies)
         if check_spec(settings.store) == "sqlite":  # a bad path: one line, not a traceback
             asyncio.run(_open_and_close(open_store(settings)))
         load_rules(settings.rules, settings.extra_rules)  # broken rules: one line, not a traceback
@@ -174,7 +177,12 @@ def serve(args: argparse.Namespace) -> int:
     _tune_gc()
     # No access log: one line per request through Python logging costs more than the rewrite.
     uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        log_config=None,  # uvicorn's own lines go through the handler `configure` set up
+        access_log=False,
     )
     return 0
 

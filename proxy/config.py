@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,7 +46,13 @@ class Settings(BaseSettings):
     control_fraction: float = Field(
         0.0, ge=0.0, le=1.0, description="share of sessions in the A/B control arm"
     )
-    log_bodies: bool = False
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text, or json: one JSON object per line"
+    )
+    log_bodies: bool = Field(
+        False, description="request lines carry the (rewritten) body: message content"
+    )
     hot_reload: bool = True
 
     @field_validator("upstream", "anthropic_upstream", "gemini_upstream")

@@ -30,6 +30,9 @@ class Rewrite:
     reapplied: int = 0  # earlier texts re-applied byte for byte
     session: str = ""  # the session key (tenant hash : session digest)
     reject: str | None = None
+    results: int = 0  # tool results in the request
+    failures: int = 0  # failures judged for the first time
+    rules: str = ""  # the rules version that judged them
 
 
 UNCHANGED = Rewrite()

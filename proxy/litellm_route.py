@@ -122,6 +122,9 @@ async def respond(
 ) -> None:
     """Call the provider through litellm and answer in OpenAI's shape."""
     stream = bool(payload.get("stream"))
+    log.debug(
+        "litellm route: %s -> %s (stream=%s)", payload.get("model"), params.get("model"), stream
+    )
     try:
         response = await _import().acompletion(**completion_kwargs(payload, params))
     except Exception as exc:  # litellm maps provider errors to its OpenAI-style exceptions

@@ -75,15 +75,20 @@ class RecoveryPipeline:
         self._count(plan)
         if plan.events:
             self._send_events(plan.events, rules)
+        counts = {
+            "results": len(conv.results),
+            "failures": len(plan.new_failures),
+            "rules": rules.version,
+        }
         if plan.reject is not None:
             reason = rules.templates["blocked"].format(reason=plan.reject)
-            return Rewrite(reject=reason, session=key)
+            return Rewrite(reject=reason, session=key, **counts)
         if not plan.appends and not plan.summary:
-            return Rewrite(session=key)
+            return Rewrite(session=key, **counts)
         payload = wire.splice(request.payload, plan, rules.placement)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
-        return Rewrite(serialise(payload), fresh, reapplied, session=key)
+        return Rewrite(serialise(payload), fresh, reapplied, key, **counts)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
