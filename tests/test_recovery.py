@@ -23,7 +23,8 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     first = agent.last_tool_text
     assert first.startswith(ENOENT + "\n\n[Error Recovery Context]\n")
     assert 'Operation: edit_file("src/config.ts")' in first
-    assert f"Error: {ENOENT}" in first
+    assert f"Error: {ENOENT.removeprefix('Error: ')}" in first
+    assert "Error: Error:" not in first
     assert "Previous attempts (this session):\n  none" in first
     assert "Recovery suggestions:\n  - Verify the path or name exists" in first
 

@@ -106,7 +106,7 @@ def systemic_notice(state: SessionState, record: FailureRecord, rules: Rules) ->
         return ""
     return rules.templates["systemic"].format(
         operation=render.operation(record.operation, record.target),
-        error=record.error,
+        error=render.unlabelled(rules.templates["systemic"], record.error),
         category=record.category,
         operations=len(operations),
         names=", ".join(operations),

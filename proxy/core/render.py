@@ -13,6 +13,16 @@ def operation(tool: str, target: str) -> str:
     return f'{tool}("{target}")' if target else f"{tool}()"
 
 
+def unlabelled(template: str, error: str) -> str:
+    """`error` without a leading label the template already prints just before `{error}`:
+    `Error: {error}` with the key line `Error: ENOENT ...` would read `Error: Error: ENOENT`.
+    The tool result above the block keeps the error verbatim."""
+    label = template.partition("{error}")[0].rpartition("\n")[2].strip()
+    if label and "{" not in label and error[: len(label)].lower() == label.lower():
+        return error[len(label) :].lstrip() or error
+    return error
+
+
 def previous_attempts(rules: Rules, earlier: list[FailureRecord]) -> str:
     t = rules.templates
     if not earlier:
@@ -39,7 +49,7 @@ def block(
     t = rules.templates
     text = t["block"].format(
         operation=operation(record.operation, record.target),
-        error=record.error,
+        error=unlabelled(t["block"], record.error),
         previous=previous_attempts(rules, earlier),
         hints="\n".join(t["hint"].format(hint=h) for h in hints),
     )

@@ -59,3 +59,15 @@ def test_the_block_cap_drops_older_attempts_first(rules: Rules) -> None:
     assert approx_tokens(body) <= 120
     assert body.count('read_file("src/orders.ts") -> not_found') < 3
     assert "Recovery suggestions:\n  - Verify the path" in body
+
+
+def test_error_label_is_not_doubled() -> None:
+    from proxy.core.render import unlabelled
+
+    template = "[Error Recovery Context]\nOperation: {operation}\nError: {error}\n"
+    assert unlabelled(template, "Error: ENOENT: no such file") == "ENOENT: no such file"
+    assert unlabelled(template, "error: pathspec 'x' did not match") == "pathspec 'x' did not match"
+    assert unlabelled(template, "TypeError: x is undefined") == "TypeError: x is undefined"
+    assert unlabelled(template, "Error:") == "Error:"  # nothing left: keep it whole
+    assert unlabelled("Failure: {error}", "Error: boom") == "Error: boom"
+    assert unlabelled("{operation} {error}", "Error: boom") == "Error: boom"

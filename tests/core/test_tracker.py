@@ -15,7 +15,8 @@ def test_a_failure_gets_a_block_at_its_own_opaque_position(rules: Rules) -> None
     block = plan.appends["item-1"]
     assert block.startswith("[Error Recovery Context]\n")
     assert 'Operation: read_file("src/webhooks/stripe.ts")' in block
-    assert f"Error: {ENOENT}" in block
+    assert f"Error: {ENOENT.removeprefix('Error: ')}" in block
+    assert "Error: Error:" not in block
     assert "Previous attempts (this session):\n  none" in block
     assert plan.new_failures == []  # judged once, on the turn it arrived
 
