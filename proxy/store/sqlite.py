@@ -12,6 +12,8 @@ lose the last few transactions (the next requests re-record what they still show
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -31,6 +33,9 @@ SCHEMA = (
 BUSY_TIMEOUT = 1.0  # seconds a request waits for another process's write lock, then fails open
 EXPIRE_EVERY = 256  # updates between sweeps of expired rows
 TOUCH_EVERY = 60.0  # seconds: an unchanged session's idle clock is refreshed at most this often
+CHECK_FILE_EVERY = 1.0  # seconds between checks that the file is still the one we opened
+
+log = logging.getLogger("recovery_proxy")
 
 
 class SqliteStore:
@@ -46,6 +51,9 @@ class SqliteStore:
         self._conn: sqlite3.Connection | None = None
         self._updates = 0
         self._live = LiveStates()  # touched only on the worker thread
+        self._inode = 0
+        self._closed = False
+        self._checked = 0.0
         # Open now, so a bad path fails at start-up with a clear error, not on a request.
         self._executor.submit(self._connect).result()
 
@@ -57,18 +65,45 @@ class SqliteStore:
             conn.execute("PRAGMA synchronous = NORMAL")
             for statement in SCHEMA:
                 conn.execute(statement)
+            self._inode = os.stat(self.path).st_ino
         except BaseException:
             conn.close()
             raise
         self._conn = conn
+        self._checked = time.monotonic()
+
+    def _reopen_if_replaced(self) -> None:
+        """An open connection to a deleted (or replaced) file writes into an unlinked inode:
+        every change would vanish at the next restart. At most once a second, check that the
+        path still names the file we opened; if not, open (and create) it again."""
+        now = time.monotonic()
+        if now - self._checked < CHECK_FILE_EVERY:
+            return
+        self._checked = now
+        try:
+            if os.stat(self.path).st_ino == self._inode:
+                return
+        except FileNotFoundError:
+            pass
+        log.warning("session store %s was deleted or replaced; opening it again", self.path)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._live.drop()
+        self._connect()
 
     async def _run(self, job: Callable[[sqlite3.Connection], T]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._with_connection, job)
 
     def _with_connection(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        if self._conn is None:
+        if self._closed:
             raise RuntimeError(f"session store {self.path} is closed")
+        if self._conn is None:  # reopening failed before (directory gone?): try again
+            self._connect()
+        else:
+            self._reopen_if_replaced()
+        assert self._conn is not None
         return job(self._conn)
 
     def _fresh(self, row: tuple[bytes, float] | None, now: float) -> SessionState | None:
@@ -152,8 +187,9 @@ class SqliteStore:
         return await self._run(job)
 
     async def close(self) -> None:
-        if self._conn is None:
+        if self._closed:
             return
+        self._closed = True
 
         def job() -> None:
             if self._conn is not None:

@@ -102,11 +102,19 @@ class RedisServer:
 class ProxyProcess:
     """`python -m proxy.cli serve` in its own OS process, on a fixed loopback port."""
 
-    def __init__(self, upstream: str, store: str, log: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        store: str,
+        log: Path,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.upstream = upstream
         self.store = store
         self.log = log
         self.port = port or free_port()
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -128,7 +136,7 @@ class ProxyProcess:
             "--log-level",
             "warning",
         ]
-        env = clean_env(RECOVERY_PROXY_HOT_RELOAD="false")
+        env = clean_env(RECOVERY_PROXY_HOT_RELOAD="false", **self.env)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + START_TIMEOUT
@@ -206,8 +214,9 @@ def proxies(tmp_path: Path) -> Iterator[Any]:
     """A factory of proxy processes, all stopped when the test ends."""
     started: list[ProxyProcess] = []
 
-    def make(upstream: str, store: str) -> ProxyProcess:
-        proxy = ProxyProcess(upstream, store, tmp_path / f"proxy-{len(started)}.log")
+    def make(upstream: str, store: str, **env: str) -> ProxyProcess:
+        log = tmp_path / f"proxy-{len(started)}.log"
+        proxy = ProxyProcess(upstream, store, log, env=env)
         started.append(proxy)
         return proxy.start()
 
