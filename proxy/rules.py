@@ -22,6 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+_SET_OPTIONS = re2.Options()
+_SET_OPTIONS.log_errors = False
+# RE2::Set has no fallback when its DFA runs out of memory (it reports no match). Texts are
+# bounded by the scan window (12 KiB by default) and a DFA adds at most one state per byte,
+# so this budget is far beyond what a window can use; it is only allocated as used.
+_SET_OPTIONS.max_mem = 256 << 20
 
 
 class RulesError(Exception):
@@ -215,6 +221,31 @@ class Matcher:
         return self.regex.search(text)
 
 
+class PatternSet:
+    """Every pattern of one ordered list searched in one pass over a text (RE2::Set): where
+    pattern-by-pattern search costs a call per pattern, this costs one. `matching(text)` is
+    the indices of the patterns that match, ascending (so the first is the first rule)."""
+
+    def __init__(self, patterns: list[str], where: str) -> None:
+        self.regex_set: Any = None
+        if not patterns:
+            return
+        regex_set = re2.Set.SearchSet(_SET_OPTIONS)
+        try:
+            for pattern in patterns:
+                regex_set.Add(pattern)
+            regex_set.Compile()
+        except re2.error as exc:
+            raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
+        self.regex_set = regex_set
+
+    def matching(self, text: str) -> list[int]:
+        if self.regex_set is None:
+            return []
+        found = self.regex_set.Match(text)
+        return sorted(found) if found else []
+
+
 @dataclass(frozen=True)
 class Category:
     id: str
@@ -252,6 +283,13 @@ class Rules:
     cleared: tuple[str, ...]
     sessions: Sessions
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
+    # The same patterns as one-pass sets (proxy/core/classify.py); built by `build`.
+    unwrap_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    not_error_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    error_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    key_line_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    category_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     def category(self, category_id: str) -> Category | None:
         for category in self.categories:
@@ -421,7 +459,17 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         cleared=tuple(cleared),
         sessions=_merge_dicts((f for _, f in each("sessions")), Sessions),
         files=files,
+        unwrap_set=_pattern_set(unwrap, "detection.unwrap"),
+        not_error_set=_pattern_set(not_error, "detection.not_error"),
+        error_set=_pattern_set(error, "detection.error"),
+        key_line_set=_pattern_set(key_line, "detection.key_line"),
+        category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
+        category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
     )
+
+
+def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:
+    return PatternSet([m.regex.pattern for m in matchers], where)
 
 
 # Lists of rules with ids, where an extra directory's rule replaces a base rule of equal id.

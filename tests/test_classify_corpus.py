@@ -7,7 +7,16 @@ from collections import Counter
 import pytest
 
 from proxy.rules import load_rules
-from tests.corpus import CORPUS, HOLDOUT, HOLDOUT2, load_corpus, per_category, report, score
+from tests.corpus import (
+    CORPORA,
+    CORPUS,
+    HOLDOUT,
+    HOLDOUT2,
+    load_corpus,
+    per_category,
+    report,
+    score,
+)
 
 MIN_PRECISION = 0.99
 MIN_RECALL = 0.95
@@ -43,3 +52,29 @@ def test_per_category_report_covers_every_category(rules) -> None:
     assert len(table) == 15
     assert sum(total for total, *_ in table.values()) == s.tp + s.fn
     assert "| not_found |" in report(HOLDOUT2)
+
+
+def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
+    """The RE2 sets are an optimisation only: every verdict over every corpus entry (and
+    the rules' own examples) is what searching the patterns one by one gives."""
+    from dataclasses import replace
+
+    from proxy.core.classify import classify
+
+    one_by_one = replace(
+        rules,
+        unwrap_set=None,
+        not_error_set=None,
+        error_set=None,
+        key_line_set=None,
+        category_set=None,
+    )
+    texts = [(e["tool"], e["content"], e.get("is_error")) for p in CORPORA for e in load_corpus(p)]
+    for rule_file in rules.files.values():
+        for category in rule_file.categories:
+            texts += [
+                ("bash", t, None) for t in category.examples.match + category.examples.no_match
+            ]
+    assert len(texts) > 700
+    for tool, text, flag in texts:
+        assert classify(rules, tool, text, flag) == classify(one_by_one, tool, text, flag), text

@@ -39,7 +39,10 @@ def scan_window(text: str, rules: Rules) -> str:
 def unwrap(window: str, rules: Rules) -> str:
     """The output inside a leading wrapper line (Cline's `Command executed.\nOutput:`,
     Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output."""
-    for matcher in rules.unwrap:
+    candidates = rules.unwrap
+    if rules.unwrap_set is not None:
+        candidates = tuple(rules.unwrap[i] for i in rules.unwrap_set.matching(window))
+    for matcher in candidates:
         match = matcher.search(window)
         if match and match.start() == 0:
             return window[match.end() :]
@@ -50,6 +53,18 @@ def detect(window: str, body: str, rules: Rules) -> str | None:
     """The id of the rule that says this result is a failure, or None for success.
     `not_error` rules see the whole window and win; `error` rules see the window, then the
     body inside a wrapper."""
+    if rules.error_set is None or rules.not_error_set is None:  # Rules built by hand
+        return _detect_one_by_one(window, body, rules)
+    if rules.not_error_set.matching(window):
+        return None
+    for text in (window, body) if body is not window else (window,):
+        hits = rules.error_set.matching(text)
+        if hits:
+            return rules.error[hits[0]].id
+    return None
+
+
+def _detect_one_by_one(window: str, body: str, rules: Rules) -> str | None:
     for matcher in rules.not_error:
         if matcher.search(window):
             return None
@@ -62,7 +77,10 @@ def detect(window: str, body: str, rules: Rules) -> str | None:
 
 def key_line(window: str, rules: Rules) -> str:
     """The line that says what went wrong: first key-line rule that matches, else line one."""
-    for matcher in rules.key_line:
+    candidates = rules.key_line
+    if rules.key_line_set is not None:  # one pass says which rule matches first
+        candidates = tuple(rules.key_line[i] for i in rules.key_line_set.matching(window)[:1])
+    for matcher in candidates:
         match = matcher.search(window)
         if match:
             line = match.group(1) if match.re.groups else match.group(0)
@@ -79,9 +97,14 @@ def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
     general = [c for c in rules.categories if c.tools is None]
     ordered = specific + general
     for text in (line, window):
-        for category in ordered:
-            if any(m.search(text) for m in category.matchers):
-                return category.id
+        if rules.category_set is not None:  # one pass: which categories match at all
+            owner = rules.category_owner
+            hit = {rules.categories[owner[i]].id for i in rules.category_set.matching(text)}
+            found = next((c.id for c in ordered if c.id in hit), None)
+        else:
+            found = next((c.id for c in ordered if any(m.search(text) for m in c.matchers)), None)
+        if found is not None:
+            return found
     return "unknown"
 
 

@@ -24,10 +24,20 @@ from proxy.core.compaction import (
 )
 from proxy.core.conversation import Conversation, ToolResult, identify
 from proxy.core.plan import Budget, Plan, fit_block
-from proxy.core.state import MAX_CALLS, MAX_RECORDS, Compaction, FailureRecord, SessionState
+from proxy.core.state import (
+    MAX_CALLS,
+    MAX_RECORDS,
+    MAX_SEEN,
+    Compaction,
+    FailureRecord,
+    SessionState,
+)
 from proxy.rules import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
+# Results judged per request: a proxy put in front of a long conversation sees all of it at
+# once; only the newest are judged (records keep 50 anyway), the older ones are marked seen.
+MAX_JUDGED = 1000
 
 
 def call_signature(result: ToolResult, rules: Rules) -> str:
@@ -55,7 +65,13 @@ def observe(
     marker = has_marker(conv, rules)
     signals = detect_compaction(state, conv, visible, marker)
     seen = state.seen
-    new = [(i, r) for i, r in enumerate(conv.results) if r.key not in seen]
+    # Only the newest MAX_SEEN results can be remembered as judged: older ones are left alone
+    # (judging them would evict, and re-judge, newer ones on every request).
+    start = max(0, len(conv.results) - MAX_SEEN)
+    new = [(i, r) for i, r in enumerate(conv.results[start:], start) if r.key not in seen]
+    for _, skipped in new[:-MAX_JUDGED]:
+        seen[skipped.key] = True
+    del new[:-MAX_JUDGED]
     # A result first seen in history (proxy put in mid-session, state lost or evicted) is
     # recorded, but only the newest tool batch (from `batch_start`) is annotated: history
     # stays byte-identical (rewriting it would bust the provider's prompt cache).

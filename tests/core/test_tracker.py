@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from proxy.core.classify import Verdict
 from proxy.core.conversation import ToolResult
 from proxy.rules import Rules
 from tests.core.transcript import ENOENT, REFUSED, Transcript, with_rules
@@ -129,3 +132,34 @@ def test_a_result_without_its_call_is_still_tracked(rules: Rules) -> None:
     t.items.append(("result", orphan))
     plan = t.send()
     assert "Operation: unknown_tool_call()" in plan.appends[("input", 0)]
+
+
+def test_a_huge_first_sight_judges_a_bounded_number_and_then_only_the_new(
+    rules: Rules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """5,000 failing results seen at once: at most MAX_JUDGED are judged; each later request
+    judges only what is new, even past the MAX_SEEN results a session can remember."""
+    from proxy.core import tracker
+    from proxy.core.state import MAX_SEEN
+
+    judged: list[str] = []
+    real = tracker.classify
+
+    def counting(rules_: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+        judged.append(text)
+        return real(rules_, tool, text, is_error)
+
+    monkeypatch.setattr(tracker, "classify", counting)
+    t = Transcript(rules)
+    for n in range(5_000):
+        t.add("run_worker", {}, f"Traceback (most recent call last):\nRuntimeError: crash {n}")
+    t.send()
+    assert len(judged) == tracker.MAX_JUDGED
+    assert judged[-1].endswith("crash 4999")  # the newest are the ones judged
+    assert len(t.state.seen) == MAX_SEEN and t.state.records
+    for n in range(3):
+        judged.clear()
+        plan = t.call(
+            "run_worker", {}, f"Traceback (most recent call last):\nRuntimeError: new {n}"
+        )
+        assert len(judged) == 1 and t.last.position in plan.appends
