@@ -8,6 +8,8 @@ code, or waits for a signal, trapping it or not.
     python run_child.py REPORT exit CODE
     python run_child.py REPORT trap CODE    # on SIGTERM/SIGINT: write REPORT.signal, exit CODE
     python run_child.py REPORT wait         # until a signal ends the process
+    python run_child.py REPORT count CODE   # after the first SIGINT, wait 1 s counting
+                                            # SIGINTs, write the count to REPORT.signal
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ def main() -> int:
 
         signal.signal(signal.SIGTERM, trapped)
         signal.signal(signal.SIGINT, trapped)
+    got: list[int] = []
+    if mode == "count":
+        signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
     seen = {
         "env": {
             name: os.environ.get(name)
@@ -113,6 +118,12 @@ def main() -> int:
     }
     report.write_text(json.dumps(seen))
     if mode == "exit":
+        return code
+    if mode == "count":
+        while not got:
+            time.sleep(0.05)
+        time.sleep(1.0)  # a second copy would come within this
+        Path(f"{report}.signal").write_text(str(len(got)))
         return code
     while True:  # the report is the sign we are ready for the signal
         time.sleep(0.05)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -247,6 +249,49 @@ def test_a_child_killed_by_the_signal_gives_128_plus_the_signal(
     code, _, err = finish(wrapper)
     assert code == 128 + signal.SIGTERM, err
     assert err == ""
+
+
+def test_a_ctrl_c_at_the_terminal_reaches_the_child_once(
+    provider: UpstreamMock, tmp_path: Path
+) -> None:
+    """Ctrl-C on a real terminal (a pty the wrapper has as its controlling terminal) signals
+    the whole foreground group, wrapper and child: the wrapper must not send a second one."""
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "proxy.cli", "run", "--quiet", "--"]
+    command += [sys.executable, str(CHILD), str(report), "count", "5"]
+    env = wrapper_env()
+    pid, terminal = pty.fork()  # the child: a new session, the pty its controlling terminal
+    if pid == 0:
+        try:
+            os.chdir(REPO)
+            os.execve(command[0], command, env)
+        finally:
+            os._exit(127)  # never go on running the test suite in the forked child
+    output = bytearray()
+    try:
+        deadline = time.monotonic() + 60
+        while not report.exists() or not report.read_text():
+            assert time.monotonic() < deadline, output.decode(errors="replace")
+            output += drain(terminal, 0.05)
+        os.write(terminal, b"\x03")  # the terminal's interrupt character
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+            assert time.monotonic() < deadline, output.decode(errors="replace")
+            output += drain(terminal, 0.05)
+    finally:
+        os.close(terminal)
+    assert os.waitstatus_to_exitcode(done[1]) == 5, output.decode(errors="replace")
+    assert Path(f"{report}.signal").read_text() == "1"
+
+
+def drain(fd: int, wait: float) -> bytes:
+    """What the pty has written (it must be read, or a full buffer blocks the writers)."""
+    ready, _, _ = select.select([fd], [], [], wait)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the other side closed
+        return b""
 
 
 # ---- usage errors ------------------------------------------------------------------------
