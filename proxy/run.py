@@ -143,14 +143,13 @@ class CountingRewriter:
         self.salt = salt
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
-        expected = None
+        tally = self.tally
+        tally.requests += 1  # before the rewrite: one that fails open still counts
         if request.session is not None:  # the key the pipeline gives a path-named session
             expected = scoped(tenant_of(request.headers, self.salt), f"h:{request.session}")
-            if expected not in self.tally.baselines:
-                self.tally.baselines[expected] = await self._baseline(expected)
+            if expected not in tally.baselines:
+                tally.baselines[expected] = await self._baseline(expected)
         rewrite = await self.inner(request)
-        tally = self.tally
-        tally.requests += 1
         tally.rewritten += rewrite.body is not None
         tally.injected += rewrite.injected
         tally.reapplied += rewrite.reapplied
@@ -204,7 +203,7 @@ class Summary:
         lines = [
             f"recovery-proxy: session {self.session}"
             + (f" (key {', '.join(self.keys)})" if self.keys else " (no requests)"),
-            f"  requests {self.requests}, rewritten {self.rewritten}"
+            f"  model requests {self.requests}, rewritten {self.rewritten}"
             + (f", refused by escalation {self.refused}" if self.refused else ""),
             f"  tool results seen {unknown if self.results is None else self.results}, "
             f"failures {failed}" + (f" ({by_category})" if by_category else ""),

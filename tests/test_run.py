@@ -156,7 +156,7 @@ def test_run_wraps_an_openai_sdk_agent_and_exits_with_its_code(
     # The summary, on stderr only.
     assert "recovery-proxy: session fix-1234" in err
     assert seen["chat"]["session"] in err
-    assert "requests 2, rewritten 2" in err
+    assert "model requests 2, rewritten 2" in err
     assert "failures 2 (not_found 1, permission_denied 1)" in err
     assert "blocks injected 2, re-applied 0" in err
     assert "escalations 0, compactions 0" in err
@@ -182,6 +182,27 @@ def test_quiet_suppresses_the_summary_and_each_run_gets_a_fresh_session(
         sessions.append(session)
     assert sessions[0] != sessions[1]
     assert all(s.startswith("run-") for s in sessions)
+
+
+def test_a_resumed_session_on_a_stored_file_counts_this_run_only(
+    provider: UpstreamMock, tmp_path: Path
+) -> None:
+    flags = ["--session", "resume-9", "--store", f"sqlite:{tmp_path / 'sessions.db'}"]
+    errs = []
+    for n in range(2):
+        code, _, err = finish(start(flags, [str(tmp_path / f"r{n}.json"), "exit", "0"]))
+        assert code == 0, err
+        errs.append(err)
+    assert "tool results seen 2, failures 2" in errs[0]
+    assert "blocks injected 2, re-applied 0" in errs[0]
+    # The same conversation again: the blocks come back byte for byte from the store, and the
+    # results were judged in the first run, not in this one.
+    second = json.loads((tmp_path / "r1.json").read_text())
+    assert (
+        second["chat"]["reply"] == json.loads((tmp_path / "r0.json").read_text())["chat"]["reply"]
+    )
+    assert "tool results seen 0, failures 0" in errs[1]
+    assert "blocks injected 0, re-applied 2" in errs[1]
 
 
 def test_the_upstream_flag_wins_over_the_callers_base_url(
@@ -235,7 +256,7 @@ def test_a_signal_to_the_wrapper_reaches_the_child_that_traps_it(
     code, _, err = finish(wrapper)
     assert Path(f"{report}.signal").read_text() == sig.name  # the child got it, once
     assert code == 7, err  # and its own exit code came out of the wrapper
-    assert "requests 2, rewritten 2" in err  # the proxy lived until the child was done
+    assert "model requests 2, rewritten 2" in err  # the proxy lived until the child was done
     assert "Traceback" not in err
 
 
