@@ -1,4 +1,5 @@
-"""Command line: `recovery-proxy serve | demo | rules check | sessions purge`."""
+"""Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
+sessions list | sessions purge`."""
 
 from __future__ import annotations
 
@@ -30,35 +31,42 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recovery-proxy",
         description="OpenAI-compatible proxy that adds recovery context to failed tool calls.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=env_help({"store": "sqlite in the user's state directory (serve), memory (run)"}),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the proxy in front of a provider")
+    serve = commands.add_parser(
+        "serve",
+        help="run the proxy in front of a provider",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=env_help({"store": "sqlite in the user's state directory (for serve)"}),
+    )
     serve.add_argument("--host", help="listen address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="listen port (default 8787)")
-    serve.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
-    serve.add_argument(
-        "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
+    add_proxy_flags(
+        serve,
+        store_default="RECOVERY_PROXY_STORE, else sqlite in the user's state directory",
+        log_level="info",
     )
-    serve.add_argument(
-        "--gemini-upstream",
-        help="Gemini base URL (default https://generativelanguage.googleapis.com)",
+
+    run = commands.add_parser(
+        "run",
+        help="run one agent command behind its own proxy: run [flags] -- CMD [ARGS...]",
+        description=RUN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=RUN_EPILOG + "\n\n" + env_help(RUN_DEFAULTS),
     )
-    serve.add_argument(
-        "--models", type=Path, help="LiteLLM model_list YAML: these models go through litellm"
+    add_proxy_flags(run, store_default="RECOVERY_PROXY_STORE, else memory", log_level="warning")
+    run.add_argument(
+        "--session",
+        metavar="NAME",
+        help="session id for the path (default: a fresh random id per run)",
     )
-    serve.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
-    serve.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
-    serve.add_argument(
-        "--store",
-        help="memory | sqlite[:PATH] | redis://HOST:PORT/DB "
-        "(default: RECOVERY_PROXY_STORE, else sqlite in the user's state directory)",
-    )
-    serve.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help="default: RECOVERY_PROXY_LOG_LEVEL, else info",
+    run.add_argument("--quiet", action="store_true", help="no summary on stderr at the end")
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the agent command"
     )
 
     commands.add_parser("demo", help="play a scripted agent session offline against a mock model")
@@ -79,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = commands.add_parser("sessions", help="work with stored session state")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
+    listing = sessions_commands.add_parser("list", help="one row per stored session")
+    listing.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.add_argument(
+        "--limit", type=int, default=50, help="most recent sessions to show (default 50)"
+    )
     purge = sessions_commands.add_parser("purge", help="delete one stored session or all")
     purge.add_argument("--store", help="store spec, as for serve (default: as serve)")
     which = purge.add_mutually_exclusive_group(required=True)
@@ -110,9 +124,15 @@ def main(argv: list[str] | None = None) -> int:
         from proxy.rules_check import check_rules
 
         return check_rules(args.dir, args.extra_rules)
-    if args.command == "sessions":
-        from proxy.sessions_cli import purge_sessions, store_spec
+    if args.command == "run":
+        from proxy.run import run
 
+        return run(args)
+    if args.command == "sessions":
+        from proxy.sessions_cli import list_sessions, purge_sessions, store_spec
+
+        if args.sessions_command == "list":
+            return list_sessions(store_spec(args.store), args.limit, args.json)
         return purge_sessions(store_spec(args.store), None if args.all else args.key)
     if args.command == "explain":
         from proxy.explain import run_explain
@@ -121,29 +141,107 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def serve_settings(args: argparse.Namespace) -> Settings:
-    """Settings for `serve`: flags over environment over defaults, except that the store
-    defaults to the sqlite file in the user's state directory (the library default, used by
-    tests and embedders, stays `memory`)."""
-    from proxy.config import Settings
-    from proxy.sessions_cli import store_spec
+def add_proxy_flags(parser: argparse.ArgumentParser, store_default: str, log_level: str) -> None:
+    """The flags `serve` and `run` share: upstreams, rules, models, store, log level."""
+    parser.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
+    parser.add_argument(
+        "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
+    )
+    parser.add_argument(
+        "--gemini-upstream",
+        help="Gemini base URL (default https://generativelanguage.googleapis.com)",
+    )
+    parser.add_argument(
+        "--models", type=Path, help="LiteLLM model_list YAML: these models go through litellm"
+    )
+    parser.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
+    parser.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
+    parser.add_argument(
+        "--store", help=f"memory | sqlite[:PATH] | redis://HOST:PORT/DB (default: {store_default})"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help=f"(default: RECOVERY_PROXY_LOG_LEVEL, else {log_level})",
+    )
 
-    overrides = {
+
+RUN_DESCRIPTION = """\
+Start the proxy on a free loopback port, run CMD with OPENAI_BASE_URL, OPENAI_API_BASE and
+ANTHROPIC_BASE_URL pointing at it (under a session path of its own), pass SIGINT/SIGTERM on
+to it, exit with its exit code and print a summary of the session to stderr."""
+RUN_DEFAULTS = {
+    "host": "127.0.0.1 (run: always loopback)",
+    "port": "8787 (run: a free port)",
+    "store": "memory (for run)",
+}
+RUN_EPILOG = """\
+The upstreams are, first to last: the flags, RECOVERY_PROXY_UPSTREAM /
+RECOVERY_PROXY_ANTHROPIC_UPSTREAM, this shell's own OPENAI_BASE_URL (else OPENAI_API_BASE) /
+ANTHROPIC_BASE_URL, the defaults. The store is memory unless --store or RECOVERY_PROXY_STORE
+says otherwise: the proxy lives exactly as long as the command.
+
+example:
+  recovery-proxy run -- codex exec "fix the failing test"
+  recovery-proxy run --session fix-1234 --store sqlite -- claude"""
+
+
+def env_help(defaults: dict[str, str] | None = None) -> str:
+    """The `RECOVERY_PROXY_*` environment variables, generated from `Settings`: name, default
+    (`defaults` overrides what a command uses instead), description."""
+    from proxy.config import Settings
+
+    shown = defaults or {}
+    lines = ["environment variables (flags override them):"]
+    for name, field in Settings.model_fields.items():
+        default = shown.get(name, _shown_default(field.get_default(call_default_factory=True)))
+        lines.append(f"  RECOVERY_PROXY_{name.upper()}={default}")
+        if field.description:
+            lines.append(f"      {field.description}")
+    return "\n".join(lines)
+
+
+def _shown_default(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = None) -> Settings:
+    """Settings for `serve` and `run`: flags over environment over `fallbacks` over defaults.
+    The store falls back to the sqlite file in the user's state directory (the library
+    default, used by tests and embedders, stays `memory`); `run` passes its own fallbacks."""
+    from proxy.config import Settings
+    from proxy.sessions_cli import DEFAULT_SERVE_STORE
+
+    fallbacks = {"store": DEFAULT_SERVE_STORE, **(fallbacks or {})}
+    in_env = {name.upper() for name, value in os.environ.items() if value}
+    values = {
         key: value
-        for key in (
-            "host",
-            "port",
-            "upstream",
-            "anthropic_upstream",
-            "gemini_upstream",
-            "rules",
-            "extra_rules",
-            "models",
-            "log_level",
-        )
-        if (value := getattr(args, key)) is not None
+        for key, value in fallbacks.items()
+        if f"RECOVERY_PROXY_{key.upper()}" not in in_env
     }
-    return Settings(**overrides, store=store_spec(args.store))
+    values.update(
+        {
+            key: value
+            for key in (
+                "host",
+                "port",
+                "upstream",
+                "anthropic_upstream",
+                "gemini_upstream",
+                "rules",
+                "extra_rules",
+                "models",
+                "store",
+                "log_level",
+            )
+            if (value := getattr(args, key, None)) is not None
+        }
+    )
+    return Settings(**values)
 
 
 def serve(args: argparse.Namespace) -> int:

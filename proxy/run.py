@@ -1,0 +1,474 @@
+"""`recovery-proxy run [flags] -- CMD`: one agent command behind a proxy of its own.
+
+The proxy runs in this process (uvicorn in a background thread with its own event loop) on a
+loopback socket bound to port 0, so no other process can take the port between choosing and
+binding it. The main thread owns the signals: uvicorn installs no handlers outside the main
+thread, so SIGINT and SIGTERM reach our handlers, which pass them on to the child; the proxy is
+stopped only after the child has exited (and the summary read), never by a signal.
+
+CMD gets `OPENAI_BASE_URL` / `OPENAI_API_BASE` = `http://127.0.0.1:PORT/s/{session}/v1` and
+`ANTHROPIC_BASE_URL` = `http://127.0.0.1:PORT/s/{session}` (a path-scoped session,
+proxy/session_path.py). The caller's own `OPENAI_BASE_URL` (else `OPENAI_API_BASE`) and
+`ANTHROPIC_BASE_URL` become the upstreams unless a flag or `RECOVERY_PROXY_*` variable names
+one: `Settings.upstream` is an OpenAI base URL with its `/v1`, exactly what the SDKs read from
+`OPENAI_BASE_URL`, and the Anthropic base is a root the SDK appends `/v1/messages` to.
+
+The store defaults to `memory`: a run is one session, its summary is printed at the end, and the
+state is gone with the proxy. `--store` (or `RECOVERY_PROXY_STORE`) keeps it, e.g. to resume a
+`--session NAME` in a later run or to look at it with `sessions list`.
+
+The summary counts what this proxy did, from three sources, each the most direct one:
+- the rewrites it returned (a counting wrapper around the rewriter): requests, requests
+  rewritten, texts injected for the first time / re-applied, requests refused by an escalation;
+- its Prometheus counters (the proxy is dedicated to this run): failures by category,
+  escalations, compactions;
+- the session's `stats` in the store, as the difference from before this run touched it (so a
+  resumed session counts this run only): tool results judged and loop notices. Until the tracker
+  fills `stats.results`, the count of judged results falls back to the `seen` set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.client
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from pydantic import ValidationError
+
+from proxy import session_path
+from proxy.app import create_app
+from proxy.config import Settings
+from proxy.core.state import SessionState
+from proxy.hook import ChatRequest, Rewrite, Rewriter
+from proxy.logs import configure
+from proxy.metrics import Metrics
+from proxy.rules import RulesError, load_rules
+from proxy.session import scoped, tenant_of
+
+log = logging.getLogger("recovery_proxy")
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 15.0
+
+
+# ---- settings and the child's environment ------------------------------------------------
+
+
+def run_settings(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
+    """Flags over `RECOVERY_PROXY_*` over the caller's own base URLs over the defaults; the
+    store falls back to memory."""
+    from proxy.cli import serve_settings
+
+    fallbacks: dict[str, Any] = {"store": "memory", "log_level": "warning"}
+    openai = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")
+    if openai:
+        fallbacks["upstream"] = openai
+    if environ.get("ANTHROPIC_BASE_URL"):
+        fallbacks["anthropic_upstream"] = environ["ANTHROPIC_BASE_URL"]
+    return serve_settings(args, fallbacks)
+
+
+def child_env(environ: dict[str, str], port: int, session: str) -> dict[str, str]:
+    """The caller's environment with the base URLs pointing at this run's session path, and
+    loopback exempted from any HTTP proxy the caller has configured."""
+    base = f"http://127.0.0.1:{port}{session_path.PREFIX}{session}"
+    env = dict(environ)
+    env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = f"{base}/v1"
+    env["ANTHROPIC_BASE_URL"] = base
+    for name in ("NO_PROXY", "no_proxy"):
+        kept = [part for part in env.get(name, "").split(",") if part.strip()]
+        if "127.0.0.1" not in kept:
+            env[name] = ",".join([*kept, "127.0.0.1"])
+    return env
+
+
+def new_session_id() -> str:
+    return f"run-{secrets.token_hex(6)}"
+
+
+# ---- what the proxy did: the tally -------------------------------------------------------
+
+
+@dataclass
+class Baseline:
+    """A session's counters before this run first touched it."""
+
+    results: int = 0
+    loop_notices: int = 0
+    seen: int = 0
+
+    @classmethod
+    def of(cls, state: SessionState | None) -> Baseline:
+        if state is None:
+            return cls()
+        return cls(state.stats.results, state.stats.loop_notices, len(state.seen))
+
+
+@dataclass
+class Tally:
+    """The rewrites this run's proxy returned, and the sessions they belonged to."""
+
+    requests: int = 0
+    rewritten: int = 0
+    injected: int = 0
+    reapplied: int = 0
+    refused: int = 0
+    baselines: dict[str, Baseline | None] = field(default_factory=dict)  # None: unknown
+    store: Any = None  # the pipeline's store, once the lifespan has built it
+    loop: asyncio.AbstractEventLoop | None = None  # the proxy's event loop
+    metrics: Metrics | None = None
+
+
+class CountingRewriter:
+    """Wraps the recovery pipeline: counts what each rewrite did. Never raises for counting."""
+
+    def __init__(self, inner: Rewriter, tally: Tally, salt: str) -> None:
+        self.inner = inner
+        self.tally = tally
+        self.salt = salt
+
+    async def __call__(self, request: ChatRequest) -> Rewrite:
+        tally = self.tally
+        tally.requests += 1  # before the rewrite: one that fails open still counts
+        if request.session is not None:  # the key the pipeline gives a path-named session
+            expected = scoped(tenant_of(request.headers, self.salt), f"h:{request.session}")
+            if expected not in tally.baselines:
+                tally.baselines[expected] = await self._baseline(expected)
+        rewrite = await self.inner(request)
+        tally.rewritten += rewrite.body is not None
+        tally.injected += rewrite.injected
+        tally.reapplied += rewrite.reapplied
+        tally.refused += rewrite.reject is not None
+        if rewrite.session and rewrite.session not in tally.baselines:
+            tally.baselines[rewrite.session] = None  # not the key expected: no baseline
+        return rewrite
+
+    async def _baseline(self, key: str) -> Baseline | None:
+        try:
+            return Baseline.of(await self.tally.store.get(key))
+        except Exception:  # a store outage: the pipeline counts and logs it
+            return None
+
+
+def counting_factory(tally: Tally) -> Callable[..., Any]:
+    """A rewriter factory for `create_app`: the default pipeline inside a `CountingRewriter`."""
+    from proxy.app import _default_rewriter
+
+    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
+        inner = await _default_rewriter(settings, metrics, stack)
+        tally.store = getattr(inner, "store", None)
+        tally.loop = asyncio.get_running_loop()
+        tally.metrics = metrics
+        return CountingRewriter(inner, tally, settings.session_salt)
+
+    return factory
+
+
+@dataclass
+class Summary:
+    """The numbers printed at the end of a run."""
+
+    session: str
+    keys: list[str]
+    requests: int
+    rewritten: int
+    injected: int
+    reapplied: int
+    refused: int
+    failures: dict[str, int]
+    escalations: int
+    compactions: int
+    results: int | None  # None: the store could not say
+    loop_notices: int | None
+
+    def render(self) -> str:
+        failed = sum(self.failures.values())
+        by_category = ", ".join(f"{name} {n}" for name, n in sorted(self.failures.items()))
+        unknown = "?"
+        lines = [
+            f"recovery-proxy: session {self.session}"
+            + (f" (key {', '.join(self.keys)})" if self.keys else " (no requests)"),
+            f"  model requests {self.requests}, rewritten {self.rewritten}"
+            + (f", refused by escalation {self.refused}" if self.refused else ""),
+            f"  tool results seen {unknown if self.results is None else self.results}, "
+            f"failures {failed}" + (f" ({by_category})" if by_category else ""),
+            f"  blocks injected {self.injected}, re-applied {self.reapplied}",
+            f"  loop notices {unknown if self.loop_notices is None else self.loop_notices}, "
+            f"escalations {self.escalations}, compactions {self.compactions}",
+        ]
+        return "\n".join(lines)
+
+
+def _samples(metrics: Metrics, family: str) -> dict[str, float]:
+    """A counter family's values by its (single) label value ("" for an unlabelled one)."""
+    values: dict[str, float] = {}
+    for metric in metrics.registry.collect():
+        if metric.name != family:
+            continue
+        for sample in metric.samples:
+            if sample.name == f"{family}_total":
+                label = next(iter(sample.labels.values()), "")
+                values[label] = values.get(label, 0.0) + sample.value
+    return values
+
+
+async def _session_counts(tally: Tally) -> tuple[int | None, int | None]:
+    """Tool results and loop notices of this run, from the sessions' stats in the store."""
+    results = notices = 0
+    for key, baseline in tally.baselines.items():
+        try:
+            state = await tally.store.get(key)
+        except Exception:
+            return None, None
+        now = Baseline.of(state)
+        before = baseline or Baseline()
+        judged = now.results - before.results
+        results += judged if judged > 0 else max(0, now.seen - before.seen)
+        notices += max(0, now.loop_notices - before.loop_notices)
+    return results, notices
+
+
+def summarise(tally: Tally, session: str) -> Summary:
+    """Read the counters; the store is read on the proxy's own loop (it is still running)."""
+    results: int | None = None
+    notices: int | None = None
+    if tally.store is not None and tally.loop is not None and tally.baselines:
+        future = asyncio.run_coroutine_threadsafe(_session_counts(tally), tally.loop)
+        try:
+            results, notices = future.result(timeout=10)
+        except Exception as exc:  # the summary must never hide the child's exit code
+            log.warning("could not read the session for the summary: %s", exc)
+    elif not tally.baselines:
+        results = notices = 0
+    failures: dict[str, float] = {}
+    escalations = compactions = 0.0
+    if tally.metrics is not None:
+        failures = _samples(tally.metrics, "recovery_proxy_tool_failures")
+        escalations = sum(_samples(tally.metrics, "recovery_proxy_escalations").values())
+        compactions = sum(_samples(tally.metrics, "recovery_proxy_compactions").values())
+    return Summary(
+        session=session,
+        keys=list(tally.baselines),
+        requests=tally.requests,
+        rewritten=tally.rewritten,
+        injected=tally.injected,
+        reapplied=tally.reapplied,
+        refused=tally.refused,
+        failures={name: int(n) for name, n in failures.items() if n},
+        escalations=int(escalations),
+        compactions=int(compactions),
+        results=results,
+        loop_notices=notices,
+    )
+
+
+# ---- the proxy in a thread ---------------------------------------------------------------
+
+
+class ProxyThread:
+    """uvicorn serving `app` on a loopback socket it was handed, in a daemon thread."""
+
+    def __init__(self, app: Any, log_level: str) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            log_level=log_level,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run,
+            kwargs={"sockets": [self.sock]},
+            name="recovery-proxy",
+            daemon=True,
+        )
+
+    def start(self, stop: Callable[[], bool]) -> bool:
+        """Start and wait until /healthz answers 200; False if it died, timed out or `stop()`."""
+        self.thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline and not stop():
+            if not self.thread.is_alive():
+                return False
+            if self.server.started and _healthy(self.port):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(timeout=STOP_TIMEOUT)
+        self.sock.close()
+
+
+def _healthy(port: int) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", "/healthz")
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+# ---- signals -----------------------------------------------------------------------------
+
+
+class Forwarder:
+    """Signal handlers for the main thread: a signal for the child is passed on to it; one that
+    arrives before the child exists is held, and stops the run if the child never started.
+
+    A SIGINT typed at the terminal already reached the child (it shares our process group,
+    and must stay in the terminal's foreground group to read the terminal), so it is not sent
+    a second time: it is passed on only when our group is not the terminal's foreground group
+    (no terminal, or a `kill -INT` to the wrapper from elsewhere)."""
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+        self.held: list[int] = []  # signals that came while there was no child to pass them to
+        self.previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in FORWARDED:
+            self.previous[sig] = signal.signal(sig, self.handle)
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.child is None:
+            self.held.append(signum)
+        else:
+            self.send(signum)
+
+    def adopt(self, child: subprocess.Popen[bytes]) -> None:
+        """From now on signals go to `child`; those held while it was starting go first."""
+        self.child = child
+        while self.held:
+            self.send(self.held.pop(0))
+
+    def send(self, signum: int) -> None:
+        child = self.child
+        if child is None or child.returncode is not None:
+            return
+        if signum == signal.SIGINT and _terminal_sent_it():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signum)
+
+
+def _terminal_sent_it() -> bool:
+    """Whether our process group is the foreground group of a terminal on stdin/out/err: then
+    the terminal delivered the SIGINT to the whole group, the child included."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False
+
+
+def exit_code(returncode: int) -> int:
+    """A shell's convention: a child killed by signal N gives 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+# ---- the command -------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the proxy, then CMD against it; return CMD's exit code."""
+    command = list(args.argv)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        print("recovery-proxy run: no command: run [flags] -- CMD [ARGS...]", file=sys.stderr)
+        return 2
+    session = args.session or new_session_id()
+    if not session_path.valid_id(session):
+        print(
+            f"recovery-proxy run: --session {session!r}: use 1-128 of A-Z a-z 0-9 . _ : -",
+            file=sys.stderr,
+        )
+        return 2
+    environ = dict(os.environ)
+    tally = Tally()
+    try:
+        settings = run_settings(args, environ)
+        configure(settings.log_level, settings.log_format, settings.log_bodies)
+        load_rules(settings.rules, settings.extra_rules)  # broken rules: one line
+        app = create_app(settings, counting_factory(tally))
+    except ValidationError as exc:
+        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    except (ValueError, RulesError) as exc:
+        print(f"recovery-proxy: {exc}", file=sys.stderr)
+        return 2
+
+    forwarder = Forwarder()
+    forwarder.install()
+    proxy = ProxyThread(app, settings.log_level)
+    summary: Summary | None = None
+    try:
+        if not proxy.start(stop=lambda: bool(forwarder.held)):
+            if forwarder.held:
+                return 128 + forwarder.held[0]
+            print("recovery-proxy: the proxy did not start (see the log above)", file=sys.stderr)
+            return 2
+        code = _run_child(command, child_env(environ, proxy.port, session), forwarder)
+        if code is None:
+            return 128 + forwarder.held[0]
+        if not args.quiet:
+            summary = summarise(tally, session)
+    finally:
+        proxy.stop()
+        forwarder.restore()
+    if summary is not None:
+        print(summary.render(), file=sys.stderr, flush=True)
+    return code
+
+
+def _run_child(command: list[str], env: dict[str, str], forwarder: Forwarder) -> int | None:
+    """Start CMD and wait for it; None if a signal came before it could start."""
+    if forwarder.held:
+        return None
+    try:
+        child = subprocess.Popen(command, env=env)
+    except FileNotFoundError:
+        print(f"recovery-proxy run: command not found: {command[0]}", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"recovery-proxy run: permission denied: {command[0]}", file=sys.stderr)
+        return 126
+    forwarder.adopt(child)
+    while True:
+        try:
+            return exit_code(child.wait())
+        except KeyboardInterrupt:  # a handler installed by someone else: keep waiting
+            continue
