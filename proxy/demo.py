@@ -1,9 +1,11 @@
 """`recovery-proxy demo`: scripted agent sessions through the real HTTP path, offline.
 
-A mock model and the proxy run on free loopback ports; tiny scripted agents execute canned
-tool results, and the demo prints what the agent sent next to what the model received: a
-Chat Completions walkthrough (repeats, a loop, compaction), then a short OpenAI Responses run
-(Codex's exec output) and a short Anthropic Messages run (Claude Code's `is_error` results).
+A mock model and the proxy run on free loopback ports; tiny scripted agents run tools against
+a canned file tree, and the demo prints what the agent sent next to what the model received: a
+Chat Completions walkthrough (repeats, a loop, compaction, then a model that acts on the
+failure summary), then short runs in the other formats: OpenAI Responses (Codex's exec
+output), Anthropic Messages (Claude Code's `is_error` results) and Gemini generateContent
+(Gemini CLI's `functionResponse` errors).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import httpx
 
 from proxy.app import create_app
 from proxy.config import Settings
-from proxy.mock_model import create_mock_app
+from proxy.mock_model import Entry, Turn, create_mock_app, system_of
 from proxy.servers import BackgroundServer
 
 SYSTEM = "You are a coding agent. Use the tools to change the repository."
@@ -41,8 +43,37 @@ def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     }
 
 
+def summary_says_config_missing(payload: dict[str, Any]) -> bool:
+    """True when the system prompt holds the proxy's failure summary listing
+    `read_file("src/config.ts")` as not_found."""
+    return any(
+        line.startswith("- [not_found]") and 'read_file("src/config.ts")' in line
+        for line in system_of(payload).splitlines()
+    )
+
+
+def after_compaction(payload: dict[str, Any]) -> Turn:
+    """The first turn after the agent compacts: the model reads its system prompt. With the
+    proxy's summary it knows src/config.ts is missing and edits the file it found; without it,
+    it goes back to the file the task names."""
+    if summary_says_config_missing(payload):
+        return {
+            "role": "assistant",
+            "content": "The recent-failures summary says src/config.ts does not exist; "
+            "the port is in src/settings.ts.",
+            "tool_calls": [
+                call("call_6", "edit_file", path="src/settings.ts", old="3000", new="8080")
+            ],
+        }
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("call_6", "edit_file", path="src/config.ts", old="3000", new="8080")],
+    }
+
+
 # What the mock model answers, request by request.
-SCRIPT: list[dict[str, Any]] = [
+SCRIPT: list[Entry] = [
     {
         "role": "assistant",
         "content": None,
@@ -64,24 +95,31 @@ SCRIPT: list[dict[str, Any]] = [
         "content": None,
         "tool_calls": [call("call_5", "read_file", path="src/settings.ts")],
     },
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [call("call_6", "edit_file", path="src/config.ts", old="3000", new="8080")],
-    },
+    after_compaction,
     {"role": "assistant", "content": "The port lives in src/settings.ts; I changed it to 8080."},
 ]
 
-# What the agent's tools return, by call id.
-TOOL_RESULTS = {
-    "call_1": "Error: ENOENT: no such file or directory, open 'src/config.ts'",
-    "call_2": "Error: ENOENT: no such file or directory, open 'src/config.ts'",
-    "call_3": "Error: ENOENT: no such file or directory, open 'src/config.ts'",
-    "call_4": "index.ts\nsettings.ts\nserver.ts",
-    "call_5": "export const settings = {\n  port: 3000,\n  host: 'localhost',\n};\n",
-    "call_6": "Error: ENOENT: no such file or directory, open 'src/config.ts'",
+# The repository the agent's tools see (src/config.ts, named in the task, does not exist).
+FILES = {
+    "src/index.ts": "import { settings } from './settings';\n",
+    "src/settings.ts": "export const settings = {\n  port: 3000,\n  host: 'localhost',\n};\n",
+    "src/server.ts": "export function start(port: number) {}\n",
 }
 COMPACT_AFTER = "call_5"  # the agent compacts its history after this result
+
+
+def run_tool(name: str, arguments: dict[str, Any]) -> str:
+    """What the agent's tool returns: list_dir, read_file or edit_file on FILES."""
+    path = str(arguments.get("path", ""))
+    if name == "list_dir":
+        return "\n".join(sorted(f.removeprefix(path + "/") for f in FILES if f.startswith(path)))
+    if path not in FILES:
+        return f"Error: ENOENT: no such file or directory, open '{path}'"
+    if name == "read_file":
+        return FILES[path]
+    if arguments.get("old", "") not in FILES[path]:
+        return f"Error: old text not found in {path}"
+    return f"Edited {path}: 1 replacement ({arguments['old']} -> {arguments['new']})."
 
 
 def rule(title: str) -> str:
@@ -90,16 +128,23 @@ def rule(title: str) -> str:
 
 
 def show_difference(
-    sent: list[dict[str, Any]], received: list[dict[str, Any]], new_from: int
+    sent: list[dict[str, Any]], received: list[dict[str, Any]], new_from: int, shown: set[str]
 ) -> None:
     """Print what the proxy changed in the system prompt and in this turn's new messages
-    (earlier blocks are re-applied byte for byte and not shown again)."""
+    (earlier blocks are re-applied byte for byte and not shown again; nor is a system prompt
+    already in `shown`)."""
     changed = False
     for index, (before, after) in enumerate(zip(sent, received, strict=False)):
         if before != after and (index >= new_from or after["role"] == "system"):
             changed = True
+            content = str(after.get("content"))
+            if after["role"] == "system" and content in shown:
+                print("  [system] the summary re-applied byte for byte (as above)")
+                continue
+            if after["role"] == "system":
+                shown.add(content)
             print(f"  [{after['role']}] as the model received it:")
-            print("    " + str(after.get("content")).replace("\n", "\n    "))
+            print("    " + content.replace("\n", "\n    "))
     for extra in received[len(sent) :]:
         changed = True
         print(f"  [{extra['role']}] added by the proxy:")
@@ -116,8 +161,9 @@ def play(proxy_url: str, model: Any) -> None:
     ]
     headers = {"Authorization": "Bearer sk-demo", "X-Session-Id": "demo-session"}
     new_from = 0
+    shown: set[str] = set()
     with httpx.Client(base_url=proxy_url, headers=headers, timeout=30) as client:
-        for turn in range(1, len(SCRIPT) + 1):
+        for turn, entry in enumerate(SCRIPT, 1):
             response = client.post(
                 "/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": messages}
             )
@@ -135,14 +181,17 @@ def play(proxy_url: str, model: Any) -> None:
             if response.status_code != 200:
                 print("  " + response.text)
                 return
-            show_difference(messages, model.state.received[-1]["messages"], new_from)
+            show_difference(messages, model.state.received[-1]["messages"], new_from, shown)
             reply = response.json()["choices"][0]["message"]
+            if reply.get("content") and reply.get("tool_calls"):
+                print(f"  model says: {reply['content']}")
+            plain = entry({"messages": messages}) if callable(entry) else reply
             messages.append(reply)
             new_from = len(messages)
             for tool_call in reply.get("tool_calls") or []:
                 fn = tool_call["function"]
                 print(f"  model calls {fn['name']}({fn['arguments']})")
-                result = TOOL_RESULTS[tool_call["id"]]
+                result = run_tool(fn["name"], json.loads(fn["arguments"]))
                 messages.append(
                     {"role": "tool", "tool_call_id": tool_call["id"], "content": result}
                 )
@@ -150,8 +199,23 @@ def play(proxy_url: str, model: Any) -> None:
                     print(rule("the agent compacts its history"))
                     messages = [messages[0], {"role": "user", "content": COMPACTED}]
                     new_from = 0
+            if plain != reply:
+                show_without_summary(plain)
             if not reply.get("tool_calls"):
                 print(f"  model answers: {reply['content']}")
+
+
+def show_without_summary(plain: Turn) -> None:
+    """One line on the turn the same scripted model picks from the request as the agent sent
+    it, without the proxy's summary (no second session: the script is a function of the
+    request, so this is exactly what it would answer)."""
+    for tool_call in plain.get("tool_calls") or []:
+        fn = tool_call["function"]
+        result = run_tool(fn["name"], json.loads(fn["arguments"])).splitlines()[0]
+        print(
+            f"  without the proxy (no summary), the same script calls "
+            f"{fn['name']}({fn['arguments']}) -> {result}"
+        )
 
 
 def turn(calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,6 +236,14 @@ RESPONSES_SCRIPT = [
 MESSAGES_SCRIPT = [
     turn([call("toolu_m1", "Read", file_path="src/config.ts")]),
     turn([call("toolu_m2", "Read", file_path="src/config.ts")]),
+    turn([]),
+]
+# Gemini: no call ids from the model (as the Gemini API answers); Gemini CLI sends its own.
+GEMINI_MODEL = "gemini-2.5-pro"
+GEMINI_READ = "File not found: /repo/src/config.ts"
+GEMINI_SCRIPT = [
+    turn([call("", "read_file", file_path="/repo/src/config.ts")]),
+    turn([call("", "read_file", file_path="/repo/src/config.ts")]),
     turn([]),
 ]
 
@@ -248,15 +320,67 @@ def play_messages(client: httpx.Client, model: Any) -> None:
             messages.append({"role": "user", "content": results})
 
 
+def sse_data(text: str) -> list[dict[str, Any]]:
+    """The JSON of each `data:` event of a Gemini `alt=sse` stream."""
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+def play_gemini(proxy_url: str, model: Any) -> None:
+    """Gemini generateContent: `functionResponse {id, name, response: {"error": ...}}` parts,
+    streamed with `alt=sse`, authenticated with `x-goog-api-key`, as Gemini CLI sends them."""
+    path = f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse"
+    print(rule("Gemini: POST /v1beta/models/{model}:streamGenerateContent (Gemini CLI-style)"))
+    system = {"role": "user", "parts": [{"text": SYSTEM}]}
+    tools = [{"functionDeclarations": [{"name": "read_file"}]}]
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": TASK}]}]
+    headers = {"x-goog-api-key": "demo-key", "X-Session-Id": "demo-gemini"}
+    with httpx.Client(base_url=proxy_url, headers=headers, timeout=30) as client:
+        for number, _ in enumerate(GEMINI_SCRIPT, 1):
+            body = {"contents": contents, "systemInstruction": system, "tools": tools}
+            response = client.post(path, json=body)
+            if not answered(response):
+                return
+            sent = model.state.received[-1]
+            last = sent["contents"][-1]["parts"][0]
+            if "functionResponse" in last:
+                show_received(
+                    "functionResponse response.error", last["functionResponse"]["response"]["error"]
+                )
+                kept = "kept" if sent["systemInstruction"] == system else "CHANGED"
+                print(f"  systemInstruction: {kept}")
+            parts = [
+                p
+                for chunk in sse_data(response.text)
+                for p in chunk["candidates"][0]["content"]["parts"]
+            ]
+            contents.append({"role": "model", "parts": parts})
+            answers = []
+            for part in parts:
+                if "functionCall" in part:
+                    fc = part["functionCall"]
+                    print(f"  model calls {fc['name']}({json.dumps(fc['args'])})")
+                    answer = {
+                        "id": f"{fc['name']}-{number}",
+                        "name": fc["name"],
+                        "response": {"error": GEMINI_READ},
+                    }
+                    answers.append({"functionResponse": answer})
+                elif part.get("text"):
+                    print(f"  model answers: {part['text']}")
+            if answers:
+                contents.append({"role": "user", "parts": answers})
+
+
 def run_demo() -> int:
     """Run the scripted sessions; returns the process exit code."""
     print(LEGEND)
-    scripts = {"responses": RESPONSES_SCRIPT, "messages": MESSAGES_SCRIPT}
+    scripts = {"responses": RESPONSES_SCRIPT, "messages": MESSAGES_SCRIPT, "gemini": GEMINI_SCRIPT}
     model = create_mock_app(SCRIPT, by_request=True, scripts=scripts)
     with BackgroundServer(model) as upstream:
         settings = Settings(
             upstream=f"{upstream.url}/v1",
             anthropic_upstream=upstream.url,
+            gemini_upstream=upstream.url,
             store="memory",
             hot_reload=False,
         )
@@ -268,4 +392,5 @@ def run_demo() -> int:
             with httpx.Client(base_url=proxy.url, headers=headers, timeout=30) as client:
                 play_responses(client, model)
                 play_messages(client, model)
+            play_gemini(proxy.url, model)
     return 0

@@ -1,19 +1,22 @@
-"""A scripted mock model for the demo, tests and benchmarks, speaking three wire formats:
-Chat Completions (`/v1/chat/completions`), OpenAI Responses (`/v1/responses`) and Anthropic
-Messages (`/v1/messages`), each as JSON or SSE, so real SDKs parse its answers.
+"""A scripted mock model for the demo, tests and benchmarks, speaking four wire formats:
+Chat Completions (`/v1/chat/completions`), OpenAI Responses (`/v1/responses`), Anthropic
+Messages (`/v1/messages`), each as JSON or SSE, and Gemini (`/v1beta/models/{model}:
+generateContent`, `:streamGenerateContent`, with or without `alt=sse`), so real SDKs parse its
+answers.
 
 The reply to a request is turn n of the script, where n is the number of model turns already
 in the conversation (or, with `by_request=True`, the number of requests this format received
 before); past the end of the script it answers "Done.". Turns are written once, as Chat
-Completions assistant messages, and rendered in each format. `scripts` gives a format its own
-script ("chat", "responses", "messages"). Every request body received is kept, in order, in
-`app.state.received`.
+Completions assistant messages, and rendered in each format; an entry may also be a callable
+that chooses the turn from the request body (`(payload) -> Turn`). `scripts` gives a format its
+own script ("chat", "responses", "messages", "gemini"). Every request body received is kept, in
+order, in `app.state.received`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -22,11 +25,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from proxy.mock_model import anthropic, chat, responses
+from proxy.mock_model import anthropic, chat, gemini, responses
 from proxy.mock_model.chat import completion, stream_chunks
-from proxy.mock_model.script import DONE, Turn, pick
+from proxy.mock_model.script import DONE, Entry, Turn, pick, system_of
 
-__all__ = ["DONE", "completion", "create_mock_app", "stream_chunks"]
+__all__ = [
+    "DONE",
+    "Entry",
+    "Turn",
+    "completion",
+    "create_mock_app",
+    "stream_chunks",
+    "system_of",
+]
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -42,15 +53,16 @@ def _sse(frames: list[bytes]) -> StreamingResponse:
 
 
 def create_mock_app(
-    script: list[Turn] | None = None,
+    script: Sequence[Entry] | None = None,
     by_request: bool = False,
-    scripts: Mapping[str, list[Turn]] | None = None,
+    scripts: Mapping[str, Sequence[Entry]] | None = None,
 ) -> Starlette:
-    """The mock model app; `script` lists the assistant turns to answer with, in order."""
+    """The mock model app; `script` lists the assistant turns to answer with, in order (a
+    callable entry picks its turn from the request body)."""
     own = dict(scripts or {})
     served: Counter[str] = Counter()
 
-    async def receive(request: Request, fmt: str) -> tuple[dict[str, Any], list[Turn], int]:
+    async def receive(request: Request, fmt: str) -> tuple[dict[str, Any], Sequence[Entry], int]:
         payload = orjson.loads(await request.body())
         app.state.received.append(payload)
         served[fmt] += 1
@@ -58,7 +70,7 @@ def create_mock_app(
 
     async def chat_route(request: Request) -> Response:
         payload, turns, before = await receive(request, "chat")
-        turn = pick(turns, before if by_request else chat.turns_taken(payload))
+        turn = pick(turns, before if by_request else chat.turns_taken(payload), payload)
         model = payload.get("model", "mock-model")
         if payload.get("stream"):
             usage = bool((payload.get("stream_options") or {}).get("include_usage"))
@@ -70,7 +82,7 @@ def create_mock_app(
         history = memory.history(payload)
         if history is None:
             return _json(responses.not_found(payload["previous_response_id"]), 400)
-        turn = pick(turns, before if by_request else responses.turns_taken(history))
+        turn = pick(turns, before if by_request else responses.turns_taken(history), payload)
         rid = f"resp_mock_{len(app.state.received)}"
         output = responses.output_items(turn)
         memory.remember(rid, history, output)
@@ -80,11 +92,26 @@ def create_mock_app(
 
     async def messages_route(request: Request) -> Response:
         payload, turns, before = await receive(request, "messages")
-        turn = pick(turns, before if by_request else anthropic.turns_taken(payload))
+        turn = pick(turns, before if by_request else anthropic.turns_taken(payload), payload)
         content = anthropic.content_blocks(turn)
         if payload.get("stream"):
             return _sse(anthropic.stream_events(payload, content))
         return _json(anthropic.message_body(payload, content))
+
+    async def gemini_route(request: Request) -> Response:
+        target = request.path_params["target"]
+        model, method = gemini.split_target(target)
+        if method not in ("generateContent", "streamGenerateContent"):
+            return _json(gemini.not_found(target), 404)
+        payload, turns, before = await receive(request, "gemini")
+        turn = pick(turns, before if by_request else gemini.turns_taken(payload), payload)
+        parts, rid = gemini.content_parts(turn), gemini.response_id()
+        if method == "generateContent":
+            return _json(gemini.response_body(model, parts, rid))
+        bodies = gemini.stream_bodies(model, parts, rid)
+        if request.query_params.get("alt") == "sse":
+            return _sse(gemini.sse_frames(bodies))
+        return _json(bodies)
 
     async def models(request: Request) -> Response:
         data = [{"id": "mock-model", "object": "model", "owned_by": "mock"}]
@@ -96,6 +123,8 @@ def create_mock_app(
             Route("/v1/chat/completions", chat_route, methods=["POST"]),
             Route("/v1/responses", responses_route, methods=["POST"]),
             Route("/v1/messages", messages_route, methods=["POST"]),
+            Route("/v1beta/models/{target}", gemini_route, methods=["POST"]),
+            Route("/v1/models/{target}", gemini_route, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
         ]
     )

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from proxy.demo import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, TOOL_RESULTS
+from proxy.demo import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
+from proxy.mock_model.script import pick
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 FIRST_ATTEMPT = f'1. read_file("src/config.ts") -> not_found: {ENOENT}'
@@ -116,16 +117,17 @@ def test_failures_survive_a_restart(
 
 def agent_requests() -> list[Messages]:
     """The demo's agent session as the list of requests the agent sends: repeated failures,
-    a loop, exploration, a compaction, then a failure after it."""
+    a loop, exploration, a compaction, then a failure after it (replayed without a proxy, the
+    script's turn after the compaction is the one a model without the summary takes)."""
     messages = opening()
     requests: list[Messages] = []
-    for reply in SCRIPT:
+    for n in range(len(SCRIPT)):
         requests.append([dict(m) for m in messages])
+        reply = pick(SCRIPT, n, {"messages": messages})
         messages.append(reply)
         for call in reply.get("tool_calls") or []:
-            messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "content": TOOL_RESULTS[call["id"]]}
-            )
+            result = run_tool(call["function"]["name"], json.loads(call["function"]["arguments"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
             if call["id"] == COMPACT_AFTER:
                 messages = compacted()
     return requests
