@@ -140,10 +140,11 @@ def router(proxy: RecoveryProxy, token: str) -> APIRouter:
     def gate(request: Request, wants_html: bool) -> Response | None:
         """None when the request may go on; else the answer (401, or the token exchange)."""
         given = request.query_params.get("token")
-        if wants_html and given is not None and request.method == "GET":
-            if not auth.query_token(given):
+        if given is not None and request.method == "GET":
+            if auth.query_token(given):
+                return _exchange(request, auth.cookie)
+            if wants_html:
                 return _token_page(request, wrong=True)
-            return _exchange(request, auth.cookie)
         if auth.allowed(request):
             if store() is None:
                 return unavailable("the admin API needs the recovery pipeline", wants_html)
