@@ -59,6 +59,7 @@ th,td{text-align:left;padding:.35rem .55rem;border-bottom:1px solid #e5e7eb;vert
 th{font-size:.72rem;text-transform:uppercase;letter-spacing:.04em;color:#6b7280;
 background:#f3f4f6;font-weight:600}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.t{white-space:nowrap;font-variant-numeric:tabular-nums}
 tr:hover td{background:#f9fafb}
 code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;max-height:18rem;overflow:auto}
@@ -385,7 +386,7 @@ def _detail_html(key: str, state: SessionState, fraction: float) -> str:
     )
     if state.timeline:
         events = "".join(
-            f'<tr><td title="{_e(_iso(ev.time))}">{_e(_clock(ev.time))}</td>'
+            f'<tr><td class="t" title="{_e(_iso(ev.time))}">{_e(_clock(ev.time))}</td>'
             f'<td class="n">{_e(ev.turn)}</td>'
             f'<td><span class="tag k-{_e(ev.kind)}">{_e(ev.kind)}</span></td>'
             f'<td class="key">{_e(ev.call_id)}</td><td><pre>{_e(ev.text)}</pre></td></tr>'
@@ -399,7 +400,7 @@ def _detail_html(key: str, state: SessionState, fraction: float) -> str:
         timeline = '<p class="empty">Nothing injected yet.</p>'
     if state.records:
         rows = "".join(
-            f'<tr><td title="{_e(_iso(r.time))}">{_e(_clock(r.time))}</td>'
+            f'<tr><td class="t" title="{_e(_iso(r.time))}">{_e(_clock(r.time))}</td>'
             f'<td class="n">{_e(r.turn)}</td>'
             f"<td><code>{_e(r.operation)}({_e(r.target)})</code></td>"
             f'<td>{_e(r.category)}</td><td class="key">{_e(r.call_id)}</td>'
