@@ -124,7 +124,11 @@ class Auth:
 def router(proxy: RecoveryProxy, token: str) -> APIRouter:
     """The `/admin` routes for `proxy`; include only when an admin token is configured."""
     auth = Auth(token)
-    routes = APIRouter(prefix="/admin")
+    if len(token) < 16:
+        log.warning(
+            "RECOVERY_PROXY_ADMIN_TOKEN is short (%d characters): use 16 or more", len(token)
+        )
+    routes = APIRouter(prefix="/admin", include_in_schema=False)  # not in /openapi.json
 
     def store() -> Any:
         return getattr(proxy.rewriter, "store", None)
@@ -155,7 +159,7 @@ def router(proxy: RecoveryProxy, token: str) -> APIRouter:
         message = "admin token required: Authorization: Bearer <RECOVERY_PROXY_ADMIN_TOKEN>"
         return _json({"error": {"message": message, "type": "unauthorized"}}, 401, CHALLENGE)
 
-    @routes.get("", include_in_schema=False)
+    @routes.get("")
     @routes.get("/")
     async def inspector(request: Request) -> Response:
         if (refused := gate(request, wants_html=True)) is not None:

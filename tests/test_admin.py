@@ -366,3 +366,9 @@ async def test_inspector_escapes_attacker_text_under_a_no_script_csp() -> None:
     assert "unsafe-inline" not in csp
     assert page.headers["x-frame-options"] == "DENY"
     assert page.headers["cache-control"] == "no-store"
+
+
+async def test_admin_routes_stay_out_of_the_openapi_schema() -> None:
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        schema = await client.get("/openapi.json")
+    assert "/admin" not in schema.text
