@@ -303,6 +303,10 @@ async def test_rules_reload_applies_and_a_broken_directory_keeps_the_old_rules(
         unreadable = await client.post("/admin/rules/reload", headers=AUTH)
         assert unreadable.status_code == 422
         assert "40-local.yaml" in unreadable.json()["error"]["message"]
+        metrics = (await client.get("/metrics")).text
+    assert 'recovery_proxy_rules_reloads_total{result="rejected"} 2.0' in metrics
+    assert 'recovery_proxy_rules_reloads_total{result="applied"} 1.0' in metrics
+    assert f'recovery_proxy_rules_info{{version="{new_version}"}} 1.0' in metrics
 
 
 async def test_rules_reload_without_the_pipeline_is_503() -> None:
