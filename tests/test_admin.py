@@ -82,8 +82,9 @@ async def test_admin_is_not_relayed_even_with_a_session_prefix_or_over_real_http
         async with httpx.AsyncClient(base_url=server.url) as http:
             plain = await http.get("/admin/sessions", headers=AUTH)
             reload = await http.post("/admin/rules/reload", headers=AUTH)
+            prefixed = await http.get("/s/run-1/admin/sessions", headers=AUTH)
         assert mock.unmatched == []
-    assert plain.status_code == reload.status_code == 404
+    assert plain.status_code == reload.status_code == prefixed.status_code == 404
 
 
 # ---- authorization ----------------------------------------------------------------------
