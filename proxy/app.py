@@ -333,7 +333,7 @@ def _escapes(path: str) -> bool:
 
 
 def _control_app(proxy: RecoveryProxy) -> FastAPI:
-    """Health and metrics; owns the lifespan the server runs."""
+    """Health, metrics and (with an admin token) /admin; owns the lifespan the server runs."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -352,6 +352,10 @@ def _control_app(proxy: RecoveryProxy) -> FastAPI:
     async def metrics_endpoint() -> Response:
         return Response(proxy.metrics.render(), media_type="text/plain; version=0.0.4")
 
+    if proxy.settings.admin_token:  # otherwise /admin is a local 404 like any unknown path
+        from proxy import admin
+
+        app.include_router(admin.router(proxy, proxy.settings.admin_token))
     return app
 
 

@@ -25,19 +25,30 @@ class RulesHolder:
         log.info("rules loaded from %s, version %s", self.current.source, self.current.version)
         self._task: asyncio.Task[None] | None = None
 
-    def reload(self) -> bool:
-        """Load the directory again; on any problem keep the last good rules."""
+    def apply(self) -> bool:
+        """Load the directory again and swap the result in; whether the version changed.
+        A broken directory raises RulesError (naming file, rule and field) and the last good
+        rules stay active."""
         try:
             rules = load_rules(self.directory, self.extra)
         except RulesError as exc:
             self.metrics.rules_reloads.labels("rejected").inc()
             log.error("rules reload rejected, keeping version %s: %s", self.current.version, exc)
+            raise
+        if rules.version == self.current.version:
             return False
-        if rules.version != self.current.version:
-            self.current = rules
-            self.metrics.set_rules_version(rules.version)
-            self.metrics.rules_reloads.labels("applied").inc()
-            log.info("rules reloaded, version %s", rules.version)
+        self.current = rules
+        self.metrics.set_rules_version(rules.version)
+        self.metrics.rules_reloads.labels("applied").inc()
+        log.info("rules reloaded, version %s", rules.version)
+        return True
+
+    def reload(self) -> bool:
+        """Load the directory again; on any problem keep the last good rules."""
+        try:
+            self.apply()
+        except RulesError:
+            return False
         return True
 
     async def _watch(self) -> None:

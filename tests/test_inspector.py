@@ -1,0 +1,229 @@
+"""The session inspector in a real headless Chromium (Debian's `chromium`, over the DevTools
+protocol): the token exchange and cookie, sessions listed, a session's timeline and records,
+attacker text shown as text and never run, nothing without the token.
+
+Also a script for the README's screenshot:
+
+    python -m tests.test_inspector docs/inspector.png
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from proxy.app import create_app
+from proxy.core.state import Compaction, Event, SessionState
+from proxy.servers import BackgroundServer
+from proxy.session import tenant_of
+from proxy.store import SqliteStore
+from tests.agent import ScriptedAgent
+from tests.browser import Browser, chromium_path
+from tests.conftest import make_settings
+
+TOKEN = "inspect-Xr7Kq2mW9pZt"
+ATTACK = (
+    "<script>window.pwned=1;document.title='pwned'</script><img src=x onerror=\"window.pwned=2\">"
+)
+ENOENT = "Error: ENOENT: no such file or directory, open '{}'"
+
+
+def need_chromium() -> str:
+    path = chromium_path()
+    if path is None:
+        pytest.fail(
+            "chromium not found: the inspector test needs Debian's chromium "
+            "(apt-get install -y chromium; .ci/run installs it) or $CHROMIUM set to a binary"
+        )
+    return path
+
+
+@contextmanager
+def inspector_server(db: Path) -> Iterator[BackgroundServer]:
+    settings = make_settings(admin_token=TOKEN, store=f"sqlite:{db}")
+    with BackgroundServer(create_app(settings)) as server:
+        yield server
+
+
+async def play_sessions(url: str, db: Path) -> dict[str, str]:
+    """Real failing tool calls through the proxy, then the stats and timeline the tracker
+    keeps (filled in the same SQLite file, from the texts the proxy really spliced)."""
+    keys: dict[str, str] = {}
+    async with httpx.AsyncClient(base_url=url) as http:
+        build = ScriptedAgent(http, session="build-fix-42", api_key="sk-team-alpha")
+        for _ in range(3):
+            await build.call("read_file", {"path": "src/config.ts"}, ENOENT.format("src/config.ts"))
+        await build.call("bash", {"command": "npm test"}, "npm ERR! Test failed.  See above.")
+        keys["build"] = build.responses[-1].headers["x-recovery-proxy-session"]
+
+        hostile = ScriptedAgent(http, session="scrape-7", api_key="sk-team-beta")
+        await hostile.call("fetch", {"url": "https://example.test"}, f"Error: {ATTACK}")
+        keys["hostile"] = hostile.responses[-1].headers["x-recovery-proxy-session"]
+    store = SqliteStore(db)
+    try:
+        for key in keys.values():
+            await store.update(key, fill_from_annotations)
+    finally:
+        await store.close()
+    return keys
+
+
+def fill_from_annotations(state: SessionState) -> None:
+    """What the tracker records in stats and timeline, built from the stored block texts."""
+    state.stats.results = state.turn
+    state.stats.failures = len(state.records)
+    state.stats.repeat_failures = max(
+        0, len(state.records) - len({r.target for r in state.records})
+    )
+    for record in state.records:
+        text = next((t for k, t in state.annotations.items() if k == record.call_id), "")
+        state.timeline.append(
+            Event(
+                time=record.time, turn=record.turn, kind="block", call_id=record.call_id, text=text
+            )
+        )
+        for kind, start in (
+            ("notice", "Note:"),
+            ("escalation", "STOP:"),
+            ("notice", "Loop notice:"),
+        ):
+            if f"\n\n{start}" in text or text.startswith(start):
+                part = text[text.index(start) :].split("\n\n")[0]
+                state.timeline.append(
+                    Event(
+                        time=record.time,
+                        turn=record.turn,
+                        kind=kind,  # type: ignore[arg-type]
+                        call_id=record.call_id,
+                        text=part,
+                    )
+                )
+                if kind == "notice":
+                    state.stats.loop_notices += 1
+                else:
+                    state.stats.escalations += 1
+
+
+@asynccontextmanager
+async def browser() -> AsyncIterator[Browser]:
+    async with Browser(need_chromium()) as b:
+        yield b
+
+
+async def test_inspector_in_chromium(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    with inspector_server(db) as server:
+        keys = await play_sessions(server.url, db)
+        async with browser() as chrome:
+            # Without the token: a small 401 page, no session data.
+            stranger = await chrome.new_page(private=True)
+            assert await stranger.goto(f"{server.url}/admin/") == 401
+            text = await stranger.text()
+            assert "Token required" in text
+            for key in keys.values():
+                assert key not in text
+            assert await stranger.goto(f"{server.url}/admin/sessions/{keys['build']}") == 401
+            assert "src/config.ts" not in await stranger.text()
+            assert await stranger.goto(f"{server.url}/admin/?token=wrong") == 401
+            assert await stranger.cookies(f"{server.url}/admin/") == []
+
+            # Opened once with the token: cookie set, redirected to the URL without it.
+            page = await chrome.new_page(private=True)
+            assert await page.goto(f"{server.url}/admin/?token={TOKEN}") == 200
+            assert await page.eval("location.href") == f"{server.url}/admin/"
+            (cookie,) = await page.cookies(f"{server.url}/admin/")
+            assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+            assert cookie["path"] == "/admin" and TOKEN not in cookie["value"]
+            assert await page.eval("document.cookie") == ""  # HttpOnly: scripts cannot read it
+
+            # A plain navigation now: the cookie alone authorizes.
+            assert await page.goto(f"{server.url}/admin/") == 200
+            listing = await page.text()
+            for key in keys.values():
+                assert key in listing
+            assert tenant_of({"authorization": "Bearer sk-team-alpha"}, "recovery-proxy") in listing
+            assert "sk-team-alpha" not in listing
+            links = await page.eval("[...document.querySelectorAll('a.key')].map(a => a.href)")
+            assert f"{server.url}/admin/sessions/{keys['build']}" in links
+
+            # A session page: timeline and records.
+            assert (
+                await page.goto(links[links.index(f"{server.url}/admin/sessions/{keys['build']}")])
+                == 200
+            )
+            detail = await page.text()
+            assert "Timeline (7)" in detail and "Failure records (4)" in detail
+            assert "read_file(src/config.ts)" in detail and "not_found" in detail
+            assert "[Error Recovery Context]" in detail and "has happened 2 times" in detail
+            assert "Loop notice: read_file" in detail
+            kinds = await page.eval(
+                "[...document.querySelectorAll('.tag')].map(t => t.textContent)"
+            )
+            assert kinds.count("block") == 4 and kinds.count("notice") == 2
+            assert kinds.count("escalation") == 1
+
+            # The attacker's text is shown as text and never runs.
+            assert await page.goto(f"{server.url}/admin/sessions/{keys['hostile']}") == 200
+            hostile = await page.text()
+            assert "<script>window.pwned=1;document.title='pwned'</script>" in hostile
+            assert '<img src=x onerror="window.pwned=2">' in hostile
+            assert await page.eval("typeof window.pwned") == "undefined"
+            assert "pwned" not in await page.eval("document.title")
+            assert await page.eval("document.scripts.length") == 0
+            assert await page.eval("document.images.length") == 0
+
+            png = await page.screenshot()
+            assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+            (tmp_path / "inspector.png").write_bytes(png)
+
+            # Another browser context (no cookie) still sees nothing.
+            other = await chrome.new_page(private=True)
+            assert await other.goto(f"{server.url}/admin/sessions/{keys['hostile']}") == 401
+            assert "pwned" not in await other.text()
+
+
+async def screenshot(out: Path) -> None:
+    """The README's picture: a realistic session page, rendered by Chromium."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "sessions.db"
+        with inspector_server(db) as server:
+            keys = await play_sessions(server.url, db)
+            store = SqliteStore(db)
+            try:
+                await store.update(keys["build"], add_compaction)
+            finally:
+                await store.close()
+            async with browser() as chrome:
+                page = await chrome.new_page(private=True)
+                await page.goto(f"{server.url}/admin/sessions/{keys['build']}?token={TOKEN}")
+                out.write_bytes(await page.screenshot(max_height=1800))
+    print(f"wrote {out}")
+
+
+def add_compaction(state: SessionState) -> Any:
+    now = state.updated
+    state.compactions.append(Compaction(time=now, turn=state.turn + 1, signals=["marker"]))
+    state.timeline.append(Event(time=now, turn=state.turn + 1, kind="compaction"))
+    state.timeline.append(
+        Event(
+            time=now,
+            turn=state.turn + 1,
+            kind="summary",
+            text="## Recent failures (from earlier in this session)\n"
+            '- read_file("src/config.ts") -> not_found (3 times)\n'
+            '- bash("npm test") -> unknown: npm ERR! Test failed.',
+        )
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/inspector.png")))
