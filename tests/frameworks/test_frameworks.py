@@ -169,7 +169,12 @@ def failures(body: dict[str, Any], framework: Framework) -> list[str]:
     start = re.compile(r"(?m)^" + re.escape(framework.error_start))
     found = []
     for text in result_texts(body):
-        starts = [m.start() for m in start.finditer(text)]
+        # A block's own `Error: <key line>` (right after its `Operation:` line) is not a start.
+        starts = [
+            m.start()
+            for m in start.finditer(text)
+            if not text[: m.start()].rstrip("\n").rpartition("\n")[2].startswith("Operation: ")
+        ]
         found += [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=False)]
     return found
 
