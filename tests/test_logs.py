@@ -144,3 +144,15 @@ def test_bodies_only_when_asked(upstream: str) -> None:
     assert CONTENT in requests[0]["body"]
     assert "[Error Recovery Context]" in requests[0]["body"]  # the body as forwarded
     assert SECRET not in "\n".join(lines)  # credentials never, even then
+
+
+def test_the_readme_example_line_has_the_real_fields(upstream: str) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = json.loads(
+        readme.split("RECOVERY_PROXY_LOG_FORMAT=json`:\n\n```json\n", 1)[1].split("\n```", 1)[0]
+    )
+    lines = run_proxy(upstream, RECOVERY_PROXY_LOG_FORMAT="json")
+    real = next(json.loads(x) for x in lines if "recovery_proxy.requests" in x)
+    assert set(example) == set(real)
+    assert {k: type(v) for k, v in example.items()} == {k: type(v) for k, v in real.items()}
+    assert (example["results"], example["new_failures"], example["injected"]) == (1, 1, 1)
