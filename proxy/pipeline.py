@@ -28,6 +28,10 @@ from proxy.store import Store
 
 log = logging.getLogger("recovery_proxy")
 
+# Bodies above this run the tracker off the event loop (a thread hop costs ~0.1 ms; judging
+# thousands of results in a huge body costs far more, and would stall every other request).
+HEAVY_BYTES = 256 * 1024
+
 
 class TrackerError(Exception):
     """The tracker itself raised; the app forwards the original request (fail-open)."""
@@ -71,7 +75,7 @@ class RecoveryPipeline:
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
-        plan = await self._update(key, apply)
+        plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
         self._count(plan)
         if plan.events:
             self._send_events(plan.events, rules)
@@ -107,11 +111,11 @@ class RecoveryPipeline:
                 log.debug("continuity unavailable: %s", exc)
         return scoped(tenant, raw)
 
-    async def _update(self, key: str, apply: Any) -> Plan:
+    async def _update(self, key: str, apply: Any, heavy: bool = False) -> Plan:
         """Run the tracker against the store; if the store is down, against an empty state
         (stateless recovery from what the conversation shows)."""
         try:
-            plan: Plan = await self.store.update(key, apply)
+            plan: Plan = await self.store.update(key, apply, heavy)
         except TrackerError:
             raise
         except Exception as exc:

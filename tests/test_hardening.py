@@ -153,3 +153,52 @@ async def test_deeply_nested_body_still_gets_its_recovery(chat_body) -> None:
     sent = json.loads(route.calls.last.request.content)
     assert "[Error Recovery Context]" in sent["messages"][-1]["content"]
     assert sent["metadata"] == deep
+
+
+def test_a_huge_request_does_not_stall_other_requests() -> None:
+    """5,000 failing results in one body (1.2 MB): the tracker runs off the event loop, the
+    request gets its recovery, and health checks keep answering meanwhile."""
+    import threading
+
+    from proxy.mock_model import create_mock_app
+
+    messages: list[dict[str, object]] = [{"role": "user", "content": "run the workers"}]
+    for n in range(5_000):
+        call = {
+            "id": f"call_{n:05d}",
+            "type": "function",
+            "function": {"name": "run_worker", "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{n:05d}",
+                "content": f"Traceback (most recent call last):\nRuntimeError: worker {n} crashed",
+            }
+        )
+    body = orjson.dumps({"model": "gpt-4.1", "messages": messages})  # a 1M-token window
+    mock = create_mock_app()
+    with (
+        BackgroundServer(mock) as upstream,
+        BackgroundServer(create_app(make_settings(upstream=f"{upstream.url}/v1"))) as proxy,
+    ):
+        answers: list[httpx.Response] = []
+
+        def big() -> None:
+            headers = {"content-type": "application/json", "x-session-id": "huge"}
+            url = f"{proxy.url}/v1/chat/completions"
+            answers.append(httpx.post(url, content=body, headers=headers, timeout=60))
+
+        thread = threading.Thread(target=big)
+        thread.start()
+        health = 0
+        with httpx.Client(timeout=10) as client:
+            while thread.is_alive():
+                health += client.get(f"{proxy.url}/healthz").status_code == 200
+        thread.join()
+    assert answers[0].status_code == 200
+    assert answers[0].headers["x-recovery-proxy-injected"] == "1"  # the newest failure's block
+    last = mock.state.received[-1]["messages"][-1]["content"]
+    assert "[Error Recovery Context]" in last and "worker 4999 crashed" in last
+    assert health >= 1  # answered while the huge request was in flight

@@ -17,10 +17,11 @@ class StoreUnavailable(Exception):
 
 class Store(Protocol):
     """Where session state lives. `update` applies `fn` atomically: concurrent updates of one
-    session never lose or double a change, whichever process or replica makes them. `fn` must
-    be safe to run more than once (optimistic stores retry it on a fresh copy)."""
+        session never lose or double a change, whichever process or replica makes them. `fn` must
+        be safe to run more than once (optimistic stores retry it on a fresh copy). A `heavy` update
+    (a huge request) runs `fn` off the event loop, so it cannot stall other requests."""
 
-    async def update(self, key: str, fn: Callable[[SessionState], T]) -> T: ...
+    async def update(self, key: str, fn: Callable[[SessionState], T], heavy: bool = False) -> T: ...
 
     async def get(self, key: str) -> SessionState | None: ...
 

@@ -35,14 +35,16 @@ class MemoryStore:
             return None
         return SessionState.model_validate_json(entry[1])
 
-    async def update(self, key: str, fn: Callable[[SessionState], T]) -> T:
+    async def update(self, key: str, fn: Callable[[SessionState], T], heavy: bool = False) -> T:
         lock = self.locks.setdefault(key, asyncio.Lock())
         async with lock:
             now = time.time()
             entry = self.sessions.get(key)
             raw = entry[1] if entry is not None and now - entry[0] <= self.ttl else b""
             state = self.live.take(key, raw)
-            result = fn(state)
+            # A heavy update runs on a worker thread: the state is this call's alone meanwhile
+            # (taken out of the live cache, and the session's lock is held).
+            result = await asyncio.to_thread(fn, state) if heavy else fn(state)
             new = state.model_dump_json().encode()
             self.sessions[key] = (now, raw if new == raw else new)
             self.sessions.move_to_end(key)

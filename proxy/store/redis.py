@@ -60,7 +60,7 @@ class RedisStore:
     def _key(self, key: str) -> str:
         return self.prefix + key
 
-    async def update(self, key: str, fn: Callable[[SessionState], T]) -> T:
+    async def update(self, key: str, fn: Callable[[SessionState], T], heavy: bool = False) -> T:
         """Apply `fn` to the session's state (empty if new or expired) and save it atomically;
         `fn` may run several times, each time on a fresh copy."""
         name = self._key(key)
@@ -70,7 +70,7 @@ class RedisStore:
                     await pipe.watch(name)
                     raw = await pipe.get(name)
                     state = SessionState.model_validate_json(raw) if raw else SessionState()
-                    result = fn(state)
+                    result = await asyncio.to_thread(fn, state) if heavy else fn(state)
                     pipe.multi()
                     pipe.set(name, state.model_dump_json(), px=self.ttl_ms)
                     await pipe.execute()

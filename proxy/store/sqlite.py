@@ -111,10 +111,10 @@ class SqliteStore:
             return None
         return SessionState.model_validate_json(row[0])
 
-    async def update(self, key: str, fn: Callable[[SessionState], T]) -> T:
+    async def update(self, key: str, fn: Callable[[SessionState], T], heavy: bool = False) -> T:
         """Apply `fn` to the session's state (empty if new or expired) and save it, in one
-        write transaction. `fn` runs on the store's worker thread. A state that did not change
-        is not written again; a hot session is not parsed again (`LiveStates`)."""
+        write transaction. `fn` runs on the store's worker thread, `heavy` or not. A state that
+        did not change is not written again; a hot session is not parsed again (`LiveStates`)."""
 
         def job(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN IMMEDIATE")
