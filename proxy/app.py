@@ -179,6 +179,8 @@ class RecoveryProxy:
         ]
         if rewrite.session:
             extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
+        if rewrite.arm:
+            extra.append((b"x-recovery-proxy-arm", rewrite.arm.encode()))
         if params is not None:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
             await self._watched(receive, litellm_route.respond(send, routed, params, extra))

@@ -30,6 +30,7 @@ class Rewrite:
     reapplied: int = 0  # earlier texts re-applied byte for byte
     session: str = ""  # the session key (tenant hash : session digest)
     reject: str | None = None
+    arm: str = ""  # A/B arm ("treatment" | "control") while an experiment runs, else ""
 
 
 UNCHANGED = Rewrite()

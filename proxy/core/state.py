@@ -72,12 +72,15 @@ class Stats(BaseModel):
     tokens_injected: int = 0  # tokens of texts added for the first time (0 in control)
 
 
+EventKind = Literal["block", "notice", "escalation", "compaction", "summary"]
+
+
 class Event(BaseModel):
     """One thing the proxy did (or, in control, would have done) in a session."""
 
     time: float
     turn: int
-    kind: Literal["block", "notice", "escalation", "compaction", "summary"]
+    kind: EventKind
     call_id: str = ""
     text: str = ""
 
