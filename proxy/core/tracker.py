@@ -88,7 +88,7 @@ def observe(
         event(state, now, "compaction", text=", ".join(signals))
         if state.summary:
             plan.fresh += 1
-            event(state, now, "summary", text=f"{state.summary.count(chr(10))} failures")
+            event(state, now, "summary", text=_summarised(state.summary, rules))
             if not control:
                 state.stats.tokens_injected += budget.count(state.summary)
         more = loops.compaction_loop(state.loop, state.compactions, rules)
@@ -308,6 +308,13 @@ def _escalate(
                 "turn": state.turn,
             }
         )
+
+
+def _summarised(summary: str, rules: Rules) -> str:
+    """`N failures`: the items of a summary (lines starting like the item template)."""
+    start = rules.templates["summary_item"].partition("{")[0] or "-"
+    count = sum(1 for line in summary.splitlines() if line.startswith(start))
+    return f"{count} failures" if count != 1 else "1 failure"
 
 
 def noticed(state: SessionState, notices: list[str], now: float, call_id: str = "") -> None:
