@@ -218,10 +218,8 @@ def format_report(report: dict[str, Any]) -> str:
     for metric, row in report["difference"].items():
         label = f"  {LABELS[metric]:26}"
         if row["difference"] is None:
-            lines.append(
-                f"{label}n/a: no sessions with a value in one arm"
-                f" (n = {row['n_treatment']} vs {row['n_control']}), no confidence interval"
-            )
+            n = f"n = {row['n_treatment']} vs {row['n_control']}"
+            lines.append(f"{label}n/a ({n}: an arm has no value, no confidence interval)")
             continue
         line = f"{label}{row['difference']:+.3f}"
         if row["ci95"] is None:

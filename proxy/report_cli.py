@@ -24,6 +24,12 @@ def run_report(spec: str, control_fraction: float | None, limit: int, as_json: b
             file=sys.stderr,
         )
         return 2
+    from proxy.store import sqlite_path
+
+    path = sqlite_path(spec)
+    if path is not None and not path.exists():  # opening it would create an empty one
+        print(f"recovery-proxy: no session store at {path}", file=sys.stderr)
+        return 1
     try:
         overrides = {} if control_fraction is None else {"control_fraction": control_fraction}
         settings = Settings(store=spec, **overrides)

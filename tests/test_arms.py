@@ -250,8 +250,12 @@ def test_report_command_prints_json_and_text(tmp_path) -> None:
     assert orjson.loads(zero.stdout)["control"]["sessions"] == 0
 
 
-def test_report_command_refuses_the_memory_store(capsys) -> None:
+def test_report_command_refuses_the_memory_store_and_a_missing_file(tmp_path, capsys) -> None:
     from proxy.cli import main
 
     assert main(["report", "--store", "memory"]) == 2
     assert "memory store lives inside the running proxy" in capsys.readouterr().err
+    missing = tmp_path / "nowhere.db"
+    assert main(["report", "--store", f"sqlite:{missing}"]) == 1
+    assert f"no session store at {missing}" in capsys.readouterr().err
+    assert not missing.exists()
