@@ -180,6 +180,8 @@ class RecoveryProxy:
         ]
         if rewrite.session:
             extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
+        if rewrite.arm:
+            extra.append((b"x-recovery-proxy-arm", rewrite.arm.encode()))
         log_request(
             session=rewrite.session,
             wire=wire.name,
@@ -189,6 +191,7 @@ class RecoveryProxy:
             reapplied=rewrite.reapplied,
             started=started,
             rules_version=rewrite.rules,
+            arm=rewrite.arm,
             body=(rewrite.body or plain) if self.settings.log_bodies else None,
         )
         if params is not None:

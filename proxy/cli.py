@@ -1,5 +1,5 @@
 """Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
-sessions list | sessions purge`."""
+sessions list | sessions purge | report`."""
 
 from __future__ import annotations
 
@@ -100,6 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--key", "--session", dest="key", metavar="KEY", help="the session key to delete"
     )
     which.add_argument("--all", action="store_true", help="delete every session")
+
+    report = commands.add_parser(
+        "report", help="A/B report: treatment vs control sessions (RECOVERY_PROXY_CONTROL_FRACTION)"
+    )
+    report.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    report.add_argument(
+        "--control-fraction",
+        type=float,
+        help="the fraction the proxy ran with (default: RECOVERY_PROXY_CONTROL_FRACTION)",
+    )
+    report.add_argument(
+        "--limit", type=int, default=100_000, help="read at most this many recent sessions"
+    )
+    report.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
@@ -134,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.sessions_command == "list":
             return list_sessions(store_spec(args.store), args.limit, args.json)
         return purge_sessions(store_spec(args.store), None if args.all else args.key)
+    if args.command == "report":
+        from proxy.report_cli import run_report
+        from proxy.sessions_cli import store_spec
+
+        return run_report(store_spec(args.store), args.control_fraction, args.limit, args.json)
     if args.command == "explain":
         from proxy.explain import run_explain
 

@@ -33,6 +33,7 @@ class Rewrite:
     results: int = 0  # tool results in the request
     failures: int = 0  # failures judged for the first time
     rules: str = ""  # the rules version that judged them
+    arm: str = ""  # A/B arm ("treatment" | "control") while an experiment runs, else ""
 
 
 UNCHANGED = Rewrite()

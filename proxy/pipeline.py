@@ -12,6 +12,7 @@ import httpx
 import orjson
 
 from proxy import tokens
+from proxy.arms import arm_of
 from proxy.config import Settings
 from proxy.continuity import Continuity
 from proxy.core.classify import Verdict
@@ -67,32 +68,38 @@ class RecoveryPipeline:
         key = await self._session(request, conv, rules, now)
         budget_numbers = self._budget_numbers(request, conv.model, rules)
         verdicts: dict[str, Verdict] = {}
+        fraction = self.settings.control_fraction
+        control = fraction > 0 and arm_of(key, fraction) == "control"
 
         def apply(state: SessionState) -> Plan:
             budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
             try:
-                return observe(state, conv, rules, budget, now, verdicts)
+                return observe(state, conv, rules, budget, now, verdicts, control)
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
         plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
-        self._count(plan)
-        if plan.events:
-            self._send_events(plan.events, rules)
         counts = {
             "results": len(conv.results),
             "failures": len(plan.new_failures),
             "rules": rules.version,
         }
+        if control:  # A/B control arm: tracked like treatment, forwarded untouched
+            self._count_control(plan)
+            return Rewrite(session=key, arm="control", **counts)
+        arm = "treatment" if fraction > 0 else ""
+        self._count(plan)
+        if plan.events:
+            self._send_events(plan.events, rules)
         if plan.reject is not None:
             reason = rules.templates["blocked"].format(reason=plan.reject)
-            return Rewrite(reject=reason, session=key, **counts)
+            return Rewrite(reject=reason, session=key, arm=arm, **counts)
         if not plan.appends and not plan.summary:
-            return Rewrite(session=key, **counts)
+            return Rewrite(session=key, arm=arm, **counts)
         payload = wire.splice(request.payload, plan, rules.placement)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
-        return Rewrite(serialise(payload), fresh, reapplied, key, **counts)
+        return Rewrite(serialise(payload), fresh, reapplied, session=key, arm=arm, **counts)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
@@ -154,6 +161,14 @@ class RecoveryPipeline:
             self.metrics.injections.labels("block").inc(len(plan.appends))
         if plan.summary:
             self.metrics.injections.labels("summary").inc()
+
+    def _count_control(self, plan: Plan) -> None:
+        """A control session's metrics: what was observed; nothing injected or escalated (no
+        block, no webhook: either could change what the agent does)."""
+        for category in plan.new_failures:
+            self.metrics.failures_seen.labels(category).inc()
+        if plan.compaction:
+            self.metrics.compactions.inc()
 
     def _send_events(self, events: list[dict[str, Any]], rules: Rules) -> None:
         url = rules.escalation.webhook_url

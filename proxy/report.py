@@ -1,27 +1,244 @@
-"""The A/B report: per-arm figures over the live sessions.
+"""The A/B report: does recovery context change what agents do? (`recovery-proxy report`)
 
-A minimal version for the admin API (issue 14); the full report (rates, difference with a 95%
-confidence interval) replaces it with the same signature.
+Sessions are split into arms by `proxy.arms.arm_of(key, control_fraction)`; control sessions
+are tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each session's
+`Stats` (proxy/core/state.py) gives one value per metric:
+
+- `failure_rate`: failures / tool results
+- `repeat_failure_rate`: repeat failures / failures (a failure on the same target with the
+  same category as an earlier one, `tracker.same_failure`)
+- `loop_notice_rate`: repeat and loop notices fired (or, in control, that would have fired)
+  per tool result
+- `mean_streak`: mean length of its consecutive-failure streaks. A streak still open when
+  the report runs (`consecutive_failures` > 0) counts as one streak of its length so far: an
+  agent that never recovers is the worst case, not a missing one.
+
+A session without the denominator (no tool results, no failures, no streak) has no value for
+that metric and is left out of it (`n` says how many sessions each mean covers).
+
+Method: the **session is the unit**. Assignment is randomised per session, and the tool
+results of one session are not independent (one stuck agent produces dozens of repeats), so
+pooling results would understate the variance. For each metric the report compares the mean
+of the per-session values between arms: difference = treatment - control, with a 95%
+**Welch t interval** (unequal variances and arm sizes, as a small control arm has;
+Welch-Satterthwaite degrees of freedom). It needs at least 2 sessions with a value in each
+arm; otherwise the interval is null and the report says so. With few sessions, or a few
+extreme ones, treat the interval as a rough guide. The arm totals (`tool_results`,
+`failures`, ...) are plain sums; `repeat_failure_rate` and `mean_streak` at arm level are
+pooled (sum over sum), for reading, not for the test.
+
+Continuity-index states (`state.links`) are not conversations and are skipped. Only live
+sessions are read: a session expires `session_ttl_seconds` after its last request.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+from statistics import NormalDist, fmean, variance
 from typing import Any
 
 from proxy.arms import arm_of
-from proxy.core.state import SessionState
+from proxy.core.state import SessionState, Stats
+
+ARMS = ("treatment", "control")
+METRICS = ("failure_rate", "repeat_failure_rate", "loop_notice_rate", "mean_streak")
+METHOD = (
+    "session is the unit: per-session values, difference of means (treatment - control) "
+    "with a 95% Welch t interval"
+)
+Z95 = NormalDist().inv_cdf(0.975)
+
+
+def streaks(state: SessionState) -> tuple[int, int]:
+    """(total length, count) of the session's consecutive-failure streaks, the open one too."""
+    stats, open_streak = state.stats, state.consecutive_failures
+    return stats.streak_total + open_streak, stats.streaks + (1 if open_streak else 0)
+
+
+def session_values(state: SessionState) -> dict[str, float | None]:
+    """One value per metric for one session (None: the session has no denominator)."""
+    s: Stats = state.stats
+    total, count = streaks(state)
+    return {
+        "failure_rate": s.failures / s.results if s.results else None,
+        "repeat_failure_rate": s.repeat_failures / s.failures if s.failures else None,
+        "loop_notice_rate": s.loop_notices / s.results if s.results else None,
+        "mean_streak": total / count if count else None,
+    }
 
 
 def build_report(sessions: list[tuple[str, SessionState]], control_fraction: float) -> dict:
-    """Per-arm session, result and failure counts from each session's stats."""
-    arms: dict[str, dict[str, Any]] = {
-        arm: {"sessions": 0, "results": 0, "failures": 0} for arm in ("treatment", "control")
-    }
+    """The report over `sessions` (key, state) as `list_sessions` returns them."""
+    values: dict[str, dict[str, list[float]]] = {a: {m: [] for m in METRICS} for a in ARMS}
+    totals: dict[str, dict[str, int]] = {a: _zero() for a in ARMS}
+    skipped = 0
     for key, state in sessions:
-        if state.links:  # a continuity index, not a conversation
+        if state.links:
+            skipped += 1
             continue
-        figures = arms[arm_of(key, control_fraction)]
-        figures["sessions"] += 1
-        figures["results"] += state.stats.results
-        figures["failures"] += state.stats.failures
-    return {"control_fraction": control_fraction, "arms": arms}
+        arm = arm_of(key, control_fraction)
+        _add(totals[arm], state)
+        for metric, value in session_values(state).items():
+            if value is not None:
+                values[arm][metric].append(value)
+    report: dict[str, Any] = {
+        "control_fraction": control_fraction,
+        "method": METHOD,
+        "skipped_index_states": skipped,
+    }
+    for arm in ARMS:
+        report[arm] = _arm(totals[arm], values[arm])
+    report["difference"] = {
+        metric: compare(values["treatment"][metric], values["control"][metric])
+        for metric in METRICS
+    }
+    return report
+
+
+def _zero() -> dict[str, int]:
+    keys = ("sessions", "tool_results", "failures", "repeat_failures", "loop_notices")
+    rest = ("escalations", "streak_total", "streaks", "tokens_injected")
+    return dict.fromkeys(keys + rest, 0)
+
+
+def _add(totals: dict[str, int], state: SessionState) -> None:
+    s = state.stats
+    total, count = streaks(state)
+    totals["sessions"] += 1
+    totals["tool_results"] += s.results
+    totals["failures"] += s.failures
+    totals["repeat_failures"] += s.repeat_failures
+    totals["loop_notices"] += s.loop_notices
+    totals["escalations"] += s.escalations
+    totals["streak_total"] += total
+    totals["streaks"] += count
+    totals["tokens_injected"] += s.tokens_injected
+
+
+def _arm(totals: dict[str, int], values: dict[str, list[float]]) -> dict[str, Any]:
+    out: dict[str, Any] = dict(totals)
+    out["repeat_failure_rate"] = _ratio(totals["repeat_failures"], totals["failures"])
+    out["mean_streak"] = _ratio(totals["streak_total"], totals["streaks"])
+    out["per_session"] = {
+        metric: {"n": len(v), "mean": fmean(v) if v else None} for metric, v in values.items()
+    }
+    return out
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def compare(treatment: list[float], control: list[float]) -> dict[str, Any]:
+    """Difference of means (treatment - control) with a 95% Welch t interval."""
+    out: dict[str, Any] = {
+        "treatment": fmean(treatment) if treatment else None,
+        "control": fmean(control) if control else None,
+        "n_treatment": len(treatment),
+        "n_control": len(control),
+        "difference": None,
+        "ci95": None,
+        "note": "",
+    }
+    if out["treatment"] is not None and out["control"] is not None:
+        out["difference"] = out["treatment"] - out["control"]
+    interval = welch_interval(treatment, control)
+    if interval is None:
+        out["note"] = "no confidence interval: needs at least 2 sessions with a value in each arm"
+    else:
+        out["ci95"] = list(interval)
+    return out
+
+
+def welch_interval(a: list[float], b: list[float]) -> tuple[float, float] | None:
+    """95% interval for mean(a) - mean(b), Welch's t; None with fewer than 2 values in one."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = variance(a) / len(a), variance(b) / len(b)
+    diff = fmean(a) - fmean(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return (diff, diff)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile_975(df) * se
+    return (diff - half, diff + half)
+
+
+def t_quantile_975(df: float) -> float:
+    """The 0.975 quantile of Student's t with `df` degrees of freedom (Welch's df may be
+    fractional). Cornish-Fisher expansion around the normal quantile (Abramowitz & Stegun
+    26.7.5): within 1% of the exact value just above df = 2 (4.27 vs 4.30), within 0.1% from
+    df = 3 (3.179 vs 3.182). Up to df = 2 the exact values at df 1 (12.71) and 2 (4.30) are
+    interpolated linearly, on the wide, conservative side (t(1.5) is 6.02, the line 8.50)."""
+    if df <= 2:
+        # t(1) = tan(pi (p - 1/2)), t(2) = (2p - 1) / sqrt(2p (1 - p)), p = 0.975: exact.
+        t1, t2 = math.tan(math.pi * 0.475), 0.95 / math.sqrt(2 * 0.975 * 0.025)
+        if df <= 1:
+            return t1
+        return t1 + (t2 - t1) * (df - 1)
+    z = Z95
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
+    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+LABELS = {
+    "failure_rate": "failures per tool result",
+    "repeat_failure_rate": "repeat-failure rate",
+    "loop_notice_rate": "loop notices per result",
+    "mean_streak": "mean failure streak",
+}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report for a person: arm totals, then each difference with its interval."""
+    t, c = report["treatment"], report["control"]
+    lines = [
+        f"A/B report (control fraction {report['control_fraction']:g})",
+        "",
+        f"{'':28}{'treatment':>12}{'control':>12}",
+    ]
+    rows: Iterable[tuple[str, str]] = (
+        ("sessions", "sessions"),
+        ("tool results", "tool_results"),
+        ("failures", "failures"),
+        ("repeat failures", "repeat_failures"),
+        ("repeat-failure rate", "repeat_failure_rate"),
+        ("loop notices (fired/would)", "loop_notices"),
+        ("escalations", "escalations"),
+        ("mean failure streak", "mean_streak"),
+        ("tokens injected", "tokens_injected"),
+    )
+    for label, key in rows:
+        lines.append(f"{label:28}{_cell(t[key]):>12}{_cell(c[key]):>12}")
+    lines += ["", "difference, treatment - control (session means, 95% Welch t interval):"]
+    for metric, row in report["difference"].items():
+        label = f"  {LABELS[metric]:26}"
+        if row["difference"] is None:
+            n = f"n = {row['n_treatment']} vs {row['n_control']}"
+            lines.append(f"{label}n/a ({n}: an arm has no value, no confidence interval)")
+            continue
+        line = f"{label}{row['difference']:+.3f}"
+        if row["ci95"] is None:
+            line += f"  [no CI: fewer than 2 sessions in an arm (n = {row['n_treatment']}"
+            line += f" vs {row['n_control']})]"
+        else:
+            low, high = row["ci95"]
+            line += f"  [{low:+.3f}, {high:+.3f}]  n = {row['n_treatment']} vs {row['n_control']}"
+        lines.append(line)
+    if not c["sessions"]:
+        lines += ["", "No control sessions: set RECOVERY_PROXY_CONTROL_FRACTION (e.g. 0.2)."]
+    if report["skipped_index_states"]:
+        lines.append(f"({report['skipped_index_states']} continuity-index states skipped)")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)

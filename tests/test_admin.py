@@ -160,7 +160,17 @@ async def test_sessions_list_and_detail_after_real_failing_tool_calls() -> None:
         assert [r["error"] for r in body["records"]] == [ENOENT.format("src/config.ts")] * 2
         assert {r["operation"] for r in body["records"]} == {"read_file"}
         assert {r["category"] for r in body["records"]} == {"not_found"}
-        assert body["timeline"] == [] and body["compactions"] == []
+        assert body["compactions"] == []
+        # Filled by the tracker: two blocks, the second with its repeat notice.
+        kinds = [(e["kind"], e["call_id"]) for e in body["timeline"]]
+        calls = [r["call_id"] for r in body["records"]]
+        assert [k for k, _ in kinds] == ["block", "block", "notice"], kinds
+        assert [c for k, c in kinds if k == "block"] == [c.split(":")[0] for c in calls]
+        assert body["timeline"][0]["text"] == ENOENT.format("src/config.ts")
+        stats = body["stats"]
+        assert (stats["results"], stats["failures"], stats["repeat_failures"]) == (2, 2, 1)
+        assert rows[key_a]["results"] == 2 and rows[key_a]["failures"] == 2
+        assert rows[key_b]["results"] == 2 and rows[key_b]["failures"] == 1
 
 
 async def test_stats_and_timeline_filled_in_the_store_show_in_list_and_detail() -> None:
@@ -170,7 +180,7 @@ async def test_stats_and_timeline_filled_in_the_store_show_in_list_and_detail() 
         def fill(state: SessionState) -> None:
             state.stats.results, state.stats.failures, state.stats.escalations = 7, 3, 1
             now = state.updated or 1.0
-            state.timeline += [
+            state.timeline = [  # every kind, in place of the one real block
                 Event(time=now, turn=1, kind="block", call_id="call_1", text="[Error Recovery]"),
                 Event(time=now, turn=3, kind="notice", call_id="call_3", text="repeat notice"),
                 Event(time=now, turn=4, kind="escalation", call_id="call_4", text="stop"),
@@ -245,18 +255,20 @@ async def test_report_gives_per_arm_figures() -> None:
         response = await client.get("/admin/report", headers=AUTH)
         rows = (await client.get("/admin/sessions", headers=AUTH)).json()
     assert response.status_code == 200
-    arms = response.json()["arms"]
+    report = response.json()
+    arms = {arm: report[arm] for arm in ("treatment", "control")}
     expected: dict[str, dict[str, int]] = {
-        arm: {"sessions": 0, "results": 0, "failures": 0} for arm in ("treatment", "control")
+        arm: {"sessions": 0, "tool_results": 0, "failures": 0} for arm in ("treatment", "control")
     }
     for n, key in enumerate(keys):
         figures = expected[arm_of(key, fraction)]
         figures["sessions"] += 1
-        figures["results"] += 10 + n
+        figures["tool_results"] += 10 + n
         figures["failures"] += n
     for arm, figures in expected.items():
         for name, value in figures.items():
             assert arms[arm][name] == value, (arm, name)
+    assert report["difference"]["failure_rate"]["ci95"] is not None
     assert arms["control"]["sessions"] > 0 and arms["treatment"]["sessions"] > 0
     assert {row["key"]: row["arm"] for row in rows} == {k: arm_of(k, fraction) for k in keys}
 

@@ -53,8 +53,7 @@ def inspector_server(db: Path) -> Iterator[BackgroundServer]:
 
 
 async def play_sessions(url: str, db: Path) -> dict[str, str]:
-    """Real failing tool calls through the proxy, then the stats and timeline the tracker
-    keeps (filled in the same SQLite file, from the texts the proxy really spliced)."""
+    """Real failing tool calls through the proxy: the tracker keeps the stats and timeline."""
     keys: dict[str, str] = {}
     async with httpx.AsyncClient(base_url=url) as http:
         build = ScriptedAgent(http, session="build-fix-42", api_key="sk-team-alpha")
@@ -66,49 +65,7 @@ async def play_sessions(url: str, db: Path) -> dict[str, str]:
         hostile = ScriptedAgent(http, session="scrape-7", api_key="sk-team-beta")
         await hostile.call("fetch", {"url": "https://example.test"}, f"Error: {ATTACK}")
         keys["hostile"] = hostile.responses[-1].headers["x-recovery-proxy-session"]
-    store = SqliteStore(db)
-    try:
-        for key in keys.values():
-            await store.update(key, fill_from_annotations)
-    finally:
-        await store.close()
     return keys
-
-
-def fill_from_annotations(state: SessionState) -> None:
-    """What the tracker records in stats and timeline, built from the stored block texts."""
-    state.stats.results = state.turn
-    state.stats.failures = len(state.records)
-    state.stats.repeat_failures = max(
-        0, len(state.records) - len({r.target for r in state.records})
-    )
-    for record in state.records:
-        text = next((t for k, t in state.annotations.items() if k == record.call_id), "")
-        state.timeline.append(
-            Event(
-                time=record.time, turn=record.turn, kind="block", call_id=record.call_id, text=text
-            )
-        )
-        for kind, start in (
-            ("notice", "Note:"),
-            ("escalation", "STOP:"),
-            ("notice", "Loop notice:"),
-        ):
-            if f"\n\n{start}" in text or text.startswith(start):
-                part = text[text.index(start) :].split("\n\n")[0]
-                state.timeline.append(
-                    Event(
-                        time=record.time,
-                        turn=record.turn,
-                        kind=kind,  # type: ignore[arg-type]
-                        call_id=record.call_id,
-                        text=part,
-                    )
-                )
-                if kind == "notice":
-                    state.stats.loop_notices += 1
-                else:
-                    state.stats.escalations += 1
 
 
 @asynccontextmanager
@@ -161,13 +118,14 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             detail = await page.text()
             assert "Timeline (7)" in detail and "Failure records (4)" in detail
             assert "read_file(src/config.ts)" in detail and "not_found" in detail
-            assert "[Error Recovery Context]" in detail and "has happened 2 times" in detail
+            assert "has happened 2 times" in detail and "STOP: occurrence #3" in detail
             assert "Loop notice: read_file" in detail
             kinds = await page.eval(
                 "[...document.querySelectorAll('.tag')].map(t => t.textContent)"
             )
-            assert kinds.count("block") == 4 and kinds.count("notice") == 2
-            assert kinds.count("escalation") == 1
+            # What the tracker recorded: four blocks, the repeat note, STOP and the loop notice.
+            assert kinds.count("block") == 4 and kinds.count("notice") == 3
+            assert "tokens injected" in detail
 
             # The attacker's text is shown as text and never runs.
             assert await page.goto(f"{server.url}/admin/sessions/{keys['hostile']}") == 200

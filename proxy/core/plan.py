@@ -23,6 +23,7 @@ class Budget:
     remaining: int
     headroom: int
     escalations_only: bool = False
+    spent: int = 0  # tokens taken so far
 
     def take(self, text: str, escalation: bool = False) -> bool:
         """Spend the tokens of `text` if it fits; False (nothing spent) if it does not."""
@@ -31,6 +32,7 @@ class Budget:
             return False
         self.remaining -= cost
         self.headroom -= cost
+        self.spent += cost
         return True
 
 

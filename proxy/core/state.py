@@ -60,16 +60,21 @@ class LoopState(BaseModel):
 
 class Stats(BaseModel):
     """Running totals for the operator's view and the A/B report (never trimmed; counters
-    only). In a control-arm session they count what *would* have been injected."""
+    only), kept by proxy/core/tracker.py. In a control-arm session they count what *would*
+    have been injected. Results first seen as history (the proxy joined mid-session) count in
+    results, failures, repeats and streaks, but never get a block or a notice."""
 
-    results: int = 0  # tool results judged
+    results: int = 0  # tool results judged (each once)
     failures: int = 0
-    repeat_failures: int = 0  # failures repeating an earlier one's target and category
-    loop_notices: int = 0  # repeat and loop notices that fired (or would have, in control)
-    escalations: int = 0
+    repeat_failures: int = 0  # failures with an earlier `same_failure` among the kept records
+    loop_notices: int = 0  # repeat and loop notices found (fired, or would have in control)
+    escalations: int = 0  # escalations acted on (annotate, block, webhook) or, in control, not
     streak_total: int = 0  # sum of the lengths of consecutive-failure streaks that ended
-    streaks: int = 0  # how many such streaks ended
+    streaks: int = 0  # how many such streaks ended (an open one is `consecutive_failures`)
     tokens_injected: int = 0  # tokens of texts added for the first time (0 in control)
+
+
+EventKind = Literal["block", "notice", "escalation", "compaction", "summary"]
 
 
 class Event(BaseModel):
@@ -77,7 +82,7 @@ class Event(BaseModel):
 
     time: float
     turn: int
-    kind: Literal["block", "notice", "escalation", "compaction", "summary"]
+    kind: EventKind
     call_id: str = ""
     text: str = ""
 

@@ -4,6 +4,13 @@
 `state` and is safe to re-run on a fresh copy (the Redis store retries it on contention).
 Every annotation is rendered once, when its tool result is first seen, stored in the state and
 re-applied byte for byte afterwards (prompt-cache safety, DESIGN invariant 2).
+
+It also keeps the session's running `Stats` and its `timeline` (proxy/core/state.py), for the
+inspector and the A/B report (proxy/report.py). Both change only when something new happens (a
+new tool result, a compaction, a loop finding), so a re-sent or steady-state request costs
+nothing extra. In a `control` session (the A/B control arm: the pipeline forwards the request
+unchanged) everything is tracked the same way and the timeline shows what *would* have been
+injected, but no tokens count as injected.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from proxy.core.state import (
     MAX_RECORDS,
     MAX_SEEN,
     Compaction,
+    Event,
+    EventKind,
     FailureRecord,
     SessionState,
 )
@@ -38,6 +47,7 @@ MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 # Results judged per request: a proxy put in front of a long conversation sees all of it at
 # once; only the newest are judged (records keep 50 anyway), the older ones are marked seen.
 MAX_JUDGED = 1000
+EVENT_TEXT = 200  # characters of a timeline event's text (a key line, a notice, a reason)
 
 
 def call_signature(result: ToolResult, rules: Rules) -> str:
@@ -56,8 +66,10 @@ def observe(
     budget: Budget,
     now: float,
     verdicts: dict[str, Verdict] | None = None,
+    control: bool = False,
 ) -> Plan:
-    """Update `state` from `conv` and return the plan for this request."""
+    """Update `state` from `conv` and return the plan for this request. `control`: the
+    caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put."""
     plan = Plan()
     thread = conv.thread
     identify(conv.results)
@@ -83,12 +95,19 @@ def observe(
         plan.compaction = signals
         state.compactions.append(Compaction(time=now, turn=state.turn, signals=signals))
         state.summary = frozen_summary(state, visible, rules, budget.count)
-        plan.fresh += 1 if state.summary else 0
+        event(state, now, "compaction", text=", ".join(signals))
+        if state.summary:
+            plan.fresh += 1
+            event(state, now, "summary", text=_summarised(state.summary, rules))
+            if not control:
+                state.stats.tokens_injected += budget.count(state.summary)
         more = loops.compaction_loop(state.loop, state.compactions, rules)
         found.notices += more.notices
         found.escalations += more.escalations
     _conversation_loops(state, conv, found, rules, plan, now)
     cache = verdicts if verdicts is not None else {}
+    stats = state.stats
+    stats.results += len(new)
     for index, result in new:
         state.seen[result.key] = True
         if result.key not in cache:
@@ -97,10 +116,16 @@ def observe(
         if verdict.error and not is_cleared(result, rules):
             visible.add(result.key)
         quiet_one = index < conv.batch_start
+        spent, mark = budget.spent, len(state.timeline)
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
         if text and not any(marker in result.text for marker in MARKERS):
             state.annotations[result.key] = text
             plan.fresh += 1
+            if not control:
+                stats.tokens_injected += budget.spent - spent
+            if verdict.error:  # the block goes before its notices (shifts only those)
+                block = _event(state, now, "block", result.call_id, verdict.key_line)
+                state.timeline.insert(mark, block)
     for result in conv.results:
         text = state.annotations.get(result.key)
         if text:
@@ -139,8 +164,10 @@ def _annotate(
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
+    stats = state.stats
     if verdict.error:
         state.consecutive_failures += 1
+        stats.failures += 1
         arguments = result.call.arguments if result.call else {}
         record = FailureRecord(
             call_id=result.key,
@@ -155,16 +182,23 @@ def _annotate(
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
         plan.new_failures.append(verdict.category)
+        count = sum(1 for r in state.records if same_failure(r, record))
+        if count > 1:
+            stats.repeat_failures += 1
         if quiet:
             return ""
-        notices += _repeat_notices(state, record, rules)
+        notices += _repeat_notices(record, rules, count)
+        noticed(state, notices, now, result.call_id)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
+        if state.consecutive_failures:  # a streak of failures ended
+            stats.streak_total += state.consecutive_failures
+            stats.streaks += 1
         state.consecutive_failures = 0
     if quiet:
         return ""
-    loop_notices, loop_escalations = _loop_notices(state, result, rules)
+    loop_notices, loop_escalations = _loop_notices(state, result, rules, now)
     notices += loop_notices
     escalations += loop_escalations
     escalation_texts = [rules.templates["escalation"].format(reason=r) for r in escalations]
@@ -194,23 +228,26 @@ def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
     return bool(a.target) or a.operation == b.operation
 
 
-def _repeat_notices(state: SessionState, record: FailureRecord, rules: Rules) -> list[str]:
+def _repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]:
+    """The repeat notice for `record`, the `count`th failure like it among the records."""
     th, t = rules.thresholds, rules.templates
-    count = sum(1 for r in state.records if same_failure(r, record))
     target = f'"{record.target}"' if record.target else record.operation
     if count >= th.repeat_stop:
-        return [t["repeat_stop"].format(count=count, category=record.category, target=target)]
-    if count >= th.repeat_warn:
-        return [t["repeat_warn"].format(count=count, category=record.category, target=target)]
-    return []
+        name = "repeat_stop"
+    elif count >= th.repeat_warn:
+        name = "repeat_warn"
+    else:
+        return []
+    return [t[name].format(count=count, category=record.category, target=target)]
 
 
 def _loop_notices(
-    state: SessionState, result: ToolResult, rules: Rules
+    state: SessionState, result: ToolResult, rules: Rules, now: float
 ) -> tuple[list[str], list[str]]:
     """Loops on the newest step (proxy/core/loops.py), plus conversation-level notices
-    waiting for a tool result to travel with."""
+    waiting for a tool result to travel with (counted when they were found)."""
     found = loops.tool_loops(state.loop, rules)
+    noticed(state, found.notices, now, result.call_id)
     pending, state.loop.pending = state.loop.pending, []
     return pending + found.notices, found.escalations
 
@@ -230,10 +267,13 @@ def _conversation_loops(
     if loop.reject and conv.length != loop.reject_length:
         loop.reject = ""  # the conversation moved on
     loop.pending += found.notices
+    noticed(state, found.notices, now)
     if not found.escalations:
         return
     reason = "; ".join(found.escalations)
     plan.escalations += 1
+    state.stats.escalations += 1
+    event(state, now, "escalation", text=reason)
     action = rules.escalation.action
     if action == "block":
         loop.reject, loop.reject_length = reason, conv.length
@@ -263,6 +303,8 @@ def _escalate(
     action = rules.escalation.action
     reason = "; ".join(reasons)
     plan.escalations += 1
+    state.stats.escalations += 1
+    event(state, now, "escalation", result.call_id, reason)
     if action == "block":
         state.blocked[result.key] = reason
     elif action == "webhook":
@@ -276,3 +318,32 @@ def _escalate(
                 "turn": state.turn,
             }
         )
+
+
+def _summarised(summary: str, rules: Rules) -> str:
+    """`N failures`: the items of a summary (lines starting like the item template)."""
+    start = rules.templates["summary_item"].partition("{")[0] or "-"
+    count = sum(1 for line in summary.splitlines() if line.startswith(start))
+    return f"{count} failures" if count != 1 else "1 failure"
+
+
+def noticed(state: SessionState, notices: list[str], now: float, call_id: str = "") -> None:
+    """Count repeat and loop notices as they are found (whether or not the budget later lets
+    them out: the same in both A/B arms) and put them on the timeline."""
+    if notices:
+        state.stats.loop_notices += len(notices)
+        for text in notices:
+            event(state, now, "notice", call_id, text)
+
+
+def event(
+    state: SessionState, now: float, kind: EventKind, call_id: str = "", text: str = ""
+) -> None:
+    """Append to the session's timeline (capped by `trim`)."""
+    state.timeline.append(_event(state, now, kind, call_id, text))
+
+
+def _event(state: SessionState, now: float, kind: EventKind, call_id: str, text: str) -> Event:
+    """An event; `text` cut to its first line, at most EVENT_TEXT characters."""
+    line = text.partition("\n")[0][:EVENT_TEXT]
+    return Event(time=now, turn=state.turn, kind=kind, call_id=call_id, text=line)

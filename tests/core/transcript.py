@@ -52,6 +52,7 @@ class Transcript:
         self.state = SessionState()
         self.now = 1_750_000_000.0
         self.partial = False
+        self.control = False  # the A/B control arm: tracked, nothing injected
 
     def add(self, tool: str, arguments: dict[str, Any], output: str, **kw: Any) -> ToolResult:
         call_id = f"toolu_{next(self._ids):04d}"
@@ -102,6 +103,7 @@ class Transcript:
             self.rules,
             plan_budget or budget(block=self.rules.thresholds.block_tokens),
             self.now,
+            control=self.control,
         )
 
     def call(self, tool: str, arguments: dict[str, Any], output: str, **kw: Any) -> Plan:

@@ -1,0 +1,82 @@
+"""The A/B report's arithmetic (proxy/report.py) on hand-made session states."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from statistics import fmean, variance
+
+import pytest
+
+from proxy.arms import arm_of
+from proxy.core.state import Link, SessionState, Stats
+from proxy.report import build_report, format_report, session_values, t_quantile_975, welch_interval
+
+# Student's t, 0.975 quantile (standard tables).
+T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 10: 2.228, 30: 2.042, 120: 1.980}
+
+
+@pytest.mark.parametrize("df", sorted(T_TABLE))
+def test_t_quantile_matches_the_table(df: int) -> None:
+    assert t_quantile_975(df) == pytest.approx(T_TABLE[df], rel=2e-3)
+
+
+def test_t_quantile_is_wider_for_fewer_degrees_of_freedom() -> None:
+    values = [t_quantile_975(df / 4) for df in range(4, 400)]
+    assert values[0] == pytest.approx(12.706, rel=1e-3)
+    assert all(a >= b for a, b in itertools.pairwise(values))
+
+
+def test_welch_interval_by_hand() -> None:
+    a, b = [0.1, 0.4, 0.35, 0.2], [0.5, 0.7, 0.6]
+    va, vb = variance(a) / 4, variance(b) / 3
+    df = (va + vb) ** 2 / (va**2 / 3 + vb**2 / 2)
+    half = t_quantile_975(df) * math.sqrt(va + vb)
+    diff = fmean(a) - fmean(b)
+    assert welch_interval(a, b) == pytest.approx((diff - half, diff + half))
+    assert welch_interval(a, [0.5]) is None
+    assert welch_interval([0.2, 0.2], [0.1, 0.1]) == pytest.approx((0.1, 0.1))
+
+
+def state(**stats: int) -> SessionState:
+    open_streak = stats.pop("open", 0)
+    return SessionState(stats=Stats(**stats), consecutive_failures=open_streak)
+
+
+def test_an_open_streak_counts_as_a_streak_so_far() -> None:
+    closed = state(results=4, failures=3, streak_total=3, streaks=2)
+    assert session_values(closed)["mean_streak"] == 1.5
+    stuck = state(results=4, failures=4, streak_total=0, streaks=0, open=4)
+    assert session_values(stuck)["mean_streak"] == 4
+    both = state(results=6, failures=5, streak_total=2, streaks=1, open=3)
+    assert session_values(both)["mean_streak"] == 2.5
+    quiet = state(results=2)
+    assert session_values(quiet) == {
+        "failure_rate": 0.0,
+        "repeat_failure_rate": None,
+        "loop_notice_rate": 0.0,
+        "mean_streak": None,
+    }
+
+
+def keys_in(arm: str, count: int, fraction: float) -> list[str]:
+    keys = (f"t:{n:04d}" for n in range(10_000))
+    return [k for k in keys if arm_of(k, fraction) == arm][:count]
+
+
+def test_index_states_are_skipped_and_one_control_session_gives_no_interval() -> None:
+    treated = keys_in("treatment", 3, 0.3)
+    (control,) = keys_in("control", 1, 0.3)
+    sessions = [(k, state(results=5, failures=2, repeat_failures=n)) for n, k in enumerate(treated)]
+    sessions.append((control, state(results=5, failures=2, repeat_failures=2, tokens_injected=0)))
+    index = SessionState(links={"t:x": Link(key="t:0001", touched=1.0)})
+    sessions.append(("t:index", index))
+    report = build_report(sessions, 0.3)
+    assert report["skipped_index_states"] == 1
+    assert report["treatment"]["sessions"] == 3 and report["control"]["sessions"] == 1
+    row = report["difference"]["repeat_failure_rate"]
+    assert row["difference"] == pytest.approx(fmean([0, 0.5, 1]) - 1)
+    assert row["ci95"] is None and "at least 2 sessions" in row["note"]
+    text = format_report(report)
+    assert "no CI: fewer than 2 sessions in an arm (n = 3 vs 1)" in text
+    assert "1 continuity-index states skipped" in text
