@@ -14,16 +14,14 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from proxy.app import create_app
-from proxy.core.state import Compaction, Event, SessionState
+from proxy.demo import COMPACTED
 from proxy.servers import BackgroundServer
 from proxy.session import tenant_of
-from proxy.store import SqliteStore
 from tests.agent import ScriptedAgent
 from tests.browser import Browser, chromium_path
 from tests.conftest import make_settings
@@ -52,7 +50,7 @@ def inspector_server(db: Path) -> Iterator[BackgroundServer]:
         yield server
 
 
-async def play_sessions(url: str, db: Path) -> dict[str, str]:
+async def play_sessions(url: str, db: Path, compact: bool = False) -> dict[str, str]:
     """Real failing tool calls through the proxy: the tracker keeps the stats and timeline."""
     keys: dict[str, str] = {}
     async with httpx.AsyncClient(base_url=url) as http:
@@ -61,6 +59,9 @@ async def play_sessions(url: str, db: Path) -> dict[str, str]:
             await build.call("read_file", {"path": "src/config.ts"}, ENOENT.format("src/config.ts"))
         await build.call("bash", {"command": "npm test"}, "npm ERR! Test failed.  See above.")
         keys["build"] = build.responses[-1].headers["x-recovery-proxy-session"]
+        if compact:  # the agent compacts its history: the proxy adds the failure summary
+            build.messages = [build.messages[0], {"role": "user", "content": COMPACTED}]
+            await build.send()
 
         hostile = ScriptedAgent(http, session="scrape-7", api_key="sk-team-beta")
         await hostile.call("fetch", {"url": "https://example.test"}, f"Error: {ATTACK}")
@@ -154,33 +155,12 @@ async def screenshot(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "sessions.db"
         with inspector_server(db) as server:
-            keys = await play_sessions(server.url, db)
-            store = SqliteStore(db)
-            try:
-                await store.update(keys["build"], add_compaction)
-            finally:
-                await store.close()
+            keys = await play_sessions(server.url, db, compact=True)
             async with browser() as chrome:
                 page = await chrome.new_page(private=True)
                 await page.goto(f"{server.url}/admin/sessions/{keys['build']}?token={TOKEN}")
                 out.write_bytes(await page.screenshot(max_height=1800))
     print(f"wrote {out}")
-
-
-def add_compaction(state: SessionState) -> Any:
-    now = state.updated
-    state.compactions.append(Compaction(time=now, turn=state.turn + 1, signals=["marker"]))
-    state.timeline.append(Event(time=now, turn=state.turn + 1, kind="compaction"))
-    state.timeline.append(
-        Event(
-            time=now,
-            turn=state.turn + 1,
-            kind="summary",
-            text="## Recent failures (from earlier in this session)\n"
-            '- read_file("src/config.ts") -> not_found (3 times)\n'
-            '- bash("npm test") -> unknown: npm ERR! Test failed.',
-        )
-    )
 
 
 if __name__ == "__main__":
