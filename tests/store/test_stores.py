@@ -240,6 +240,43 @@ async def test_sqlite_sweeps_expired_rows(tmp_path: Path) -> None:
         await store.close()
 
 
+async def test_sqlite_updates_inline_when_free_and_on_the_worker_otherwise(
+    tmp_path: Path,
+) -> None:
+    """An ordinary update runs on the event loop's thread (no handoff); a heavy one, and one
+    meeting another process's write lock, run on the worker thread (which waits for it)."""
+    import sqlite3
+
+    db = tmp_path / "sessions.db"
+    store = SqliteStore(db, busy_timeout=5.0)
+    ran_on: list[str] = []
+
+    def record(state: SessionState) -> int:
+        ran_on.append(threading.current_thread().name)
+        state.turn += 1
+        return state.turn
+
+    try:
+        assert await store.update(KEY, record) == 1
+        assert await store.update(KEY, record, heavy=True) == 2
+        other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        releaser = threading.Timer(0.3, lambda: other.execute("ROLLBACK"))
+        releaser.start()
+        try:
+            assert await store.update(KEY, record) == 3  # waited for the lock, lost nothing
+        finally:
+            releaser.join()
+            other.close()
+        assert await store.update(KEY, record) == 4
+    finally:
+        await store.close()
+    main = threading.current_thread().name
+    assert ran_on[0] == main and ran_on[-1] == main
+    assert ran_on[1].startswith("sqlite-store") and ran_on[2].startswith("sqlite-store")
+    assert len(ran_on) == 4  # the busy inline attempt never ran `fn`
+
+
 async def test_redis_keys_carry_the_prefix_and_a_ttl(redis_url: str, redis_server) -> None:
     store = RedisStore(redis_url, prefix="tenant-a:", ttl_seconds=600)
     other = RedisStore(redis_url, prefix="tenant-b:", ttl_seconds=600)
