@@ -262,6 +262,10 @@ class Category:
         return self.hints
 
 
+MARKED_CACHE = 512  # texts remembered by `Rules.marked`
+MARKED_TEXT_MAX = 64 * 1024  # characters: longer texts are searched every time
+
+
 @dataclass(frozen=True)
 class Rules:
     """The active, compiled rule set. Immutable: a reload builds a new one."""
@@ -290,6 +294,24 @@ class Rules:
     key_line_set: PatternSet | None = field(default=None, compare=False, repr=False)
     category_set: PatternSet | None = field(default=None, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    marker_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    # Texts already searched for markers: a system prompt or first message comes back on
+    # every request of a session, and a text-keyed lookup is cheaper than searching it again.
+    _marked: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def marked(self, text: str) -> bool:
+        """Whether a compaction marker occurs in `text`."""
+        found = self._marked.get(text)
+        if found is None:
+            if self.marker_set is not None:
+                found = bool(self.marker_set.matching(text))
+            else:
+                found = any(m.search(text) for m in self.markers)
+            if len(text) <= MARKED_TEXT_MAX:  # bounded memory: at most 512 x 64 KiB
+                if len(self._marked) >= MARKED_CACHE:
+                    self._marked.clear()
+                self._marked[text] = found
+        return found
 
     def category(self, category_id: str) -> Category | None:
         for category in self.categories:
@@ -465,6 +487,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
+        marker_set=_pattern_set(markers, "compaction.markers"),
     )
 
 

@@ -35,7 +35,7 @@ MARKER_ASSISTANT_TEXTS = 4  # a summary sits near the start: Goose's notice is a
 def has_marker(conv: Conversation, rules: Rules) -> bool:
     """A known summary marker in any role: system and user texts, the first assistant texts."""
     assistant = [text for _, _, text in conv.assistant_texts[:MARKER_ASSISTANT_TEXTS]]
-    return any(m.search(text) for text in [*conv.texts, *assistant] for m in rules.markers)
+    return any(rules.marked(text) for text in [*conv.texts, *assistant])
 
 
 def is_branch(previous: ThreadState, conv: Conversation) -> bool:

@@ -46,7 +46,7 @@ def restart_on_human(loop: LoopState, conv: Conversation, rules: Rules, now: flo
     """A new message typed by a person restarts loop counting. A compaction summary (a
     known marker) is not a person; neither is tool output sent as user text."""
     text = conv.last_human
-    if not text or any(m.search(text) for m in rules.markers):
+    if not text or rules.marked(text):
         return False
     said = digest(text)
     if said == loop.human:
