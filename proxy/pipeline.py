@@ -29,9 +29,9 @@ from proxy.store import Store
 
 log = logging.getLogger("recovery_proxy")
 
-# Bodies above this run the tracker off the event loop (a thread hop costs ~0.1 ms; judging
+# Bodies above this run the tracker off the event loop (a thread hop costs ~0.25 ms; judging
 # thousands of results in a huge body costs far more, and would stall every other request).
-HEAVY_BYTES = 256 * 1024
+HEAVY_BYTES = 1024 * 1024
 
 
 class TrackerError(Exception):
