@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import orjson
-from pydantic import ValidationError
 
 from proxy.config import Settings
-from proxy.sessions_cli import describe
+from proxy.sessions_cli import describe, on_store
 
 
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
@@ -30,34 +28,18 @@ def run_report(spec: str, control_fraction: float | None, limit: int, as_json: b
     if path is not None and not path.exists():  # opening it would create an empty one
         print(f"recovery-proxy: no session store at {path}", file=sys.stderr)
         return 1
-    try:
-        overrides = {} if control_fraction is None else {"control_fraction": control_fraction}
-        settings = Settings(store=spec, **overrides)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
+    if control_fraction is None:
+        control_fraction = Settings().control_fraction  # as the proxy reads it
+    if not 0.0 <= control_fraction <= 1.0:
+        print("recovery-proxy: --control-fraction must be between 0 and 1", file=sys.stderr)
         return 2
-    try:
-        sessions = asyncio.run(_sessions(settings, limit))
-    except ValueError as exc:
-        print(f"recovery-proxy: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # the store is unreachable or unreadable: say so, plainly
-        print(f"recovery-proxy: could not read {describe(spec)}: {exc}", file=sys.stderr)
-        return 1
-    report = build_report(sessions, settings.control_fraction)
+    code, sessions = on_store(spec, "read", lambda store: store.list_sessions(limit))
+    if sessions is None:
+        return code
+    report = build_report(sessions, control_fraction)
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(format_report(report))
         print(f"\n({len(sessions)} sessions read from {describe(spec)})")
     return 0
-
-
-async def _sessions(settings: Settings, limit: int) -> list:
-    from proxy.store import open_store
-
-    store = await open_store(settings)
-    try:
-        return await store.list_sessions(limit)
-    finally:
-        await store.close()

@@ -8,11 +8,19 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
 from proxy.config import Settings
+
+if TYPE_CHECKING:
+    from proxy.core.state import SessionState
+    from proxy.store import Store
+
+T = TypeVar("T")
 
 DEFAULT_SERVE_STORE = "sqlite"  # `serve` without --store or RECOVERY_PROXY_STORE
 
@@ -40,6 +48,36 @@ MEMORY_PURGE = "restart it to forget every session"
 MEMORY_LIST = "ask it over HTTP (x-recovery-proxy-session headers), or serve with --store sqlite"
 
 
+def on_store(
+    spec: str, verb: str, job: Callable[[Store], Awaitable[T]], **overrides: Any
+) -> tuple[int, T | None]:
+    """Open the store `spec` names, run `job` on it, close it: (0, its result), or (an exit
+    code, None) after saying plainly what went wrong (bad settings, an unreachable store)."""
+    try:
+        settings = Settings(store=spec, **overrides)
+    except ValidationError as exc:
+        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
+        return 2, None
+
+    async def run() -> T:
+        from proxy.store import open_store
+
+        store = await open_store(settings)
+        try:
+            return await job(store)
+        finally:
+            await store.close()
+
+    try:
+        return 0, asyncio.run(run())
+    except ValueError as exc:
+        print(f"recovery-proxy: {exc}", file=sys.stderr)
+        return 2, None
+    except Exception as exc:  # the store is unreachable or unreadable: say so, plainly
+        print(f"recovery-proxy: could not {verb} {describe(spec)}: {exc}", file=sys.stderr)
+        return 1, None
+
+
 def _refuse_memory(spec: str, advice: str) -> bool:
     """True (after saying why) for the memory store: only the proxy holding it can see it."""
     if spec.strip() != "memory":
@@ -56,33 +94,13 @@ def purge_sessions(spec: str, key: str | None) -> int:
     went and return the exit code."""
     if _refuse_memory(spec, MEMORY_PURGE):
         return 2
-    try:
-        settings = Settings(store=spec)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
-    try:
-        removed = asyncio.run(_purge(settings, key))
-    except ValueError as exc:
-        print(f"recovery-proxy: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # the store is unreachable or unreadable: say so, plainly
-        print(f"recovery-proxy: could not purge {describe(spec)}: {exc}", file=sys.stderr)
-        return 1
+    code, removed = on_store(spec, "purge", lambda store: store.purge(key))
+    if removed is None:
+        return code
     noun = "session" if removed == 1 else "sessions"
     where = f"session {key!r}" if key is not None else "all sessions"
     print(f"removed {removed} {noun} ({where}) from {describe(spec)}")
     return 0
-
-
-async def _purge(settings: Settings, key: str | None) -> int:
-    from proxy.store import open_store
-
-    store = await open_store(settings)
-    try:
-        return await store.purge(key)
-    finally:
-        await store.close()
 
 
 # ---- sessions list -----------------------------------------------------------------------
@@ -100,19 +118,11 @@ def list_sessions(spec: str, limit: int, as_json: bool) -> int:
     if limit < 1:
         print("recovery-proxy: --limit must be at least 1", file=sys.stderr)
         return 2
-    try:
-        settings = Settings(store=spec)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
-    try:
-        rows = asyncio.run(_rows(settings, limit))
-    except ValueError as exc:
-        print(f"recovery-proxy: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # the store is unreachable or unreadable: say so, plainly
-        print(f"recovery-proxy: could not list {describe(spec)}: {exc}", file=sys.stderr)
-        return 1
+    # Index states take slots in the store's answer: ask for more than are shown.
+    code, found = on_store(spec, "list", lambda store: store.list_sessions(limit * 2 + 16))
+    if found is None:
+        return code
+    rows = _rows(found, limit, Settings().control_fraction)
     if as_json:
         print(json.dumps(rows, indent=2))
     elif not rows:
@@ -122,16 +132,11 @@ def list_sessions(spec: str, limit: int, as_json: bool) -> int:
     return 0
 
 
-async def _rows(settings: Settings, limit: int) -> list[dict[str, object]]:
+def _rows(
+    found: list[tuple[str, SessionState]], limit: int, control_fraction: float
+) -> list[dict[str, object]]:
     from proxy.arms import arm_of
-    from proxy.store import open_store
 
-    store = await open_store(settings)
-    try:
-        # Index states take slots in the store's answer: ask for more than are shown.
-        found = await store.list_sessions(limit * 2 + 16)
-    finally:
-        await store.close()
     now = time.time()
     rows: list[dict[str, object]] = []
     for key, state in found:
@@ -141,7 +146,7 @@ async def _rows(settings: Settings, limit: int) -> list[dict[str, object]]:
             {
                 "key": key,
                 "tenant": key.partition(":")[0],
-                "arm": arm_of(key, settings.control_fraction),
+                "arm": arm_of(key, control_fraction),
                 "updated": state.updated,
                 "last_seen": _when(state.updated, now),
                 "results": state.stats.results,
