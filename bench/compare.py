@@ -10,8 +10,10 @@ install wrk` for the throughput load (a Python asyncio client is the fallback, a
 One mock upstream (bench.mock_upstream: raw ASGI on uvloop + httptools) serves all three paths:
 direct (client -> mock), recovery-proxy (client -> `recovery-proxy serve`, sqlite store in a
 throwaway file -> mock) and LiteLLM (client -> `litellm`, one worker, passthrough config ->
-mock). Measured: (1) sequential latency at 10 / 100 / 1,000 messages with ~10% failing tool
-results, requests interleaved direct / proxy / litellm (order rotated each round), plus a
+mock). Measured: (0) recovery-proxy alone, before LiteLLM is started: sequential latency at
+10 / 100 / 1,000 messages, direct / proxy interleaved; (1) sequential latency at the same sizes
+with ~10% failing tool results, requests interleaved direct / proxy / litellm (order rotated
+each round), plus a
 "growing session" row where every request adds one new tool call and result; (2) throughput at
 32 keep-alive connections with 100-message bodies (wrk); (3) start-up, spawn to first 200 on the
 health endpoint. Writes bench/results.md and bench/results.png (--quick: bench/results-quick.*).
@@ -799,6 +801,7 @@ def main() -> None:
     body_sizes: dict[str, int] = {}
     loads: dict[str, Load] = {}
     startup: dict[str, list[tuple[float, float]]] = {}
+    alone: dict[str, dict[str, Any]] = {}
 
     workdir = tempfile.mkdtemp(prefix="bench-compare-")
     try:
@@ -828,19 +831,43 @@ def main() -> None:
             servers: dict[str, Server] = {"direct": mock}
             with contextlib.ExitStack() as stack:
                 proxy = proxy_server(upstream, f"sqlite:{workdir}/sessions.db", workdir, tree)
-                litellm = litellm_server(litellm_bin, upstream, workdir) if litellm_bin else None
-                for server in (proxy, litellm):
-                    if server:
-                        stack.callback(server.stop)
-                        server.start()
+                stack.callback(proxy.stop)
+                proxy.start()
                 servers["recovery-proxy"] = proxy
                 proxy.wait_ready(60)
+                proxy.wait_idle()
+
+                # 0. recovery-proxy alone: the same rows before LiteLLM runs at all (a running
+                # LiteLLM slows everything on the machine, the direct call included)
+                pair = ["direct", "recovery-proxy"]
+                alone_clients = {
+                    n: Client(n, f"{servers[n].base}/v1/chat/completions") for n in pair
+                }
+                for client in alone_clients.values():
+                    stack.callback(client.close)
+                for n in SIZES:
+                    items, _ = steady_items(n, counts[n], warmup)
+                    items = [(body, f"alone-{n}", timed) for body, _, timed in items]
+                    grow(alone_clients["recovery-proxy"], items[0][0], items[0][1])
+                    samples, _ = run_rounds(alone_clients, servers, items)
+                    alone[str(n)] = {
+                        "direct": percentiles(samples["direct"].times),
+                        "proxy": percentiles(samples["recovery-proxy"].times),
+                        "self": statistics.median(samples["recovery-proxy"].overhead_ms),
+                    }
+                    a = alone[str(n)]
+                    log(
+                        f"alone {n}: added p50 {a['proxy']['p50'] - a['direct']['p50']:.2f} "
+                        f"p99 {a['proxy']['p99'] - a['direct']['p99']:.2f}"
+                    )
+
+                litellm = litellm_server(litellm_bin, upstream, workdir) if litellm_bin else None
                 if litellm:
+                    stack.callback(litellm.stop)
+                    litellm.start()
                     servers["litellm"] = litellm
                     litellm.wait_ready(180)
-                for server in (proxy, litellm):
-                    if server:  # background start-up work must not land in the first row
-                        server.wait_idle()
+                    litellm.wait_idle()  # background start-up work must not land in a row
                 urls = {n: f"{servers[n].base}/v1/chat/completions" for n in names}
                 clients = {n: Client(n, urls[n]) for n in names}
                 for client in clients.values():
@@ -909,6 +936,7 @@ def main() -> None:
         seq=seq,
         seq_raw=seq_raw,
         seq_other=seq_other,
+        alone=alone,
         body_sizes=body_sizes,
         loads=loads,
         startup=startup,
@@ -1053,6 +1081,23 @@ def render(**k: Any) -> str:
             )
         line += f" {k['seq_other'][row]:.0f}% |"
         add(line)
+    if k["alone"]:
+        add("")
+        add(
+            "**recovery-proxy alone**: the same bodies and client, direct / recovery-proxy "
+            "interleaved, measured before LiteLLM was started (a running LiteLLM Proxy slows "
+            "everything on a 2-core machine, the direct call included):"
+        )
+        add("")
+        add("| messages | direct p50 / p99 | recovery-proxy added p50 / p99 | proxy self p50 |")
+        add("|---|---:|---:|---:|")
+        for row, a in k["alone"].items():
+            d, p = a["direct"], a["proxy"]
+            add(
+                f"| {row} | {fmt(d['p50'])} / {fmt(d['p99'])} | "
+                f"**{fmt(p['p50'] - d['p50'])}** / {fmt(p['p99'] - d['p99'])} | "
+                f"{fmt(a['self'])} |"
+            )
     add("")
     add(
         f"## 2. Throughput: {CONNECTIONS} keep-alive connections, 100-message body, "

@@ -271,6 +271,7 @@ def serve(args: argparse.Namespace) -> int:
     from proxy.app import create_app
     from proxy.logs import configure
     from proxy.rules import RulesError, load_rules
+    from proxy.servers import SERVER_OPTIONS
     from proxy.store import StoreUnavailable, check_spec, open_store
 
     try:
@@ -292,14 +293,13 @@ def serve(args: argparse.Namespace) -> int:
         print(f"recovery-proxy: rules invalid ({where}{extra}): {exc}", file=sys.stderr)
         return 2
     _tune_gc()
-    # No access log: one line per request through Python logging costs more than the rewrite.
     uvicorn.run(
         app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
         log_config=None,  # uvicorn's own lines go through the handler `configure` set up
-        access_log=False,
+        **SERVER_OPTIONS,
     )
     return 0
 

@@ -59,6 +59,7 @@ from proxy.hook import ChatRequest, Rewrite, Rewriter
 from proxy.logs import configure
 from proxy.metrics import Metrics
 from proxy.rules import RulesError, load_rules
+from proxy.servers import SERVER_OPTIONS
 from proxy.session import scoped, tenant_of
 
 log = logging.getLogger("recovery_proxy")
@@ -293,8 +294,8 @@ class ProxyThread:
         config = uvicorn.Config(
             app,
             log_level=log_level,
-            access_log=False,
             lifespan="on",
+            **SERVER_OPTIONS,
             timeout_graceful_shutdown=5,
         )
         self.server = uvicorn.Server(config)

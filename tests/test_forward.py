@@ -241,3 +241,22 @@ async def test_gzip_request_body_is_understood_and_forwarded_unchanged(client, c
     assert response.status_code == 200
     assert route.calls.last.request.content == packed
     assert route.calls.last.request.headers["content-encoding"] == "gzip"
+
+
+def test_a_real_server_relays_the_upstreams_date_and_server_once(chat_body) -> None:
+    """Served by uvicorn as `serve` runs it: the upstream's `date` and `server` headers come
+    through once, and the proxy adds none of its own."""
+    from proxy.app import create_app
+    from proxy.servers import BackgroundServer
+
+    stamp = "Sun, 22 Nov 2026 09:00:00 GMT"
+    with upstream_mock() as mock, BackgroundServer(create_app(make_settings())) as proxy:
+        mock.post(f"{UPSTREAM}/chat/completions").mock(
+            return_value=Response(
+                200, json={"choices": []}, headers={"server": "openai-edge", "date": stamp}
+            )
+        )
+        response = httpx.post(f"{proxy.url}/v1/chat/completions", json=chat_body(), timeout=10)
+    names = [name.lower() for name, _ in response.headers.raw]
+    assert names.count(b"server") == 1 and names.count(b"date") == 1, response.headers.raw
+    assert response.headers["server"] == "openai-edge" and response.headers["date"] == stamp
