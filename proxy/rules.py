@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import re2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from proxy.rules_schema import (
+    TEMPLATE_NAMES,
+    Escalation,
+    PatternRule,
+    Placement,
+    RuleFile,
+    Scan,
+    Sessions,
+    Targets,
+    Thresholds,
+    template_problem,
+    threshold_problems,
+)
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -32,182 +45,6 @@ _SET_OPTIONS.max_mem = 256 << 20
 
 class RulesError(Exception):
     """A rules directory that cannot be used, with a message naming file, rule and problem."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Examples(Strict):
-    """Texts a rule must and must not match; `rules check` runs them."""
-
-    match: list[str] = []
-    no_match: list[str] = []
-
-
-class PatternRule(Strict):
-    """One named pattern (error detection, success override, key-line extraction)."""
-
-    id: str
-    pattern: str
-    description: str = ""
-    examples: Examples = Examples()
-
-
-class ToolHints(Strict):
-    tools: str = Field(description="RE2 pattern on the tool name")
-    hints: list[str] = Field(min_length=1, max_length=6)
-
-
-class CategoryRule(Strict):
-    """A failure category: patterns, hints, optional restriction to some tools."""
-
-    id: str
-    patterns: list[str] = []
-    tools: str | None = Field(None, description="RE2 on the tool name: only these tools")
-    hints: list[str] = Field(min_length=1, max_length=6)
-    tool_hints: list[ToolHints] = []
-    systemic: bool = False
-    examples: Examples = Examples()
-
-
-class Detection(Strict):
-    unwrap: list[PatternRule] = []
-    not_error: list[PatternRule] = []
-    error: list[PatternRule] = []
-    key_line: list[PatternRule] = []
-
-
-class Scan(Strict):
-    head_bytes: int = Field(8192, gt=0)
-    tail_bytes: int = Field(4096, ge=0)
-
-
-class Targets(Strict):
-    keys: list[str] = []
-    max_length: int = Field(200, gt=10)
-
-
-class Placement(Strict):
-    mode: Literal["append", "message"] = "append"
-    message_role: Literal["user", "system"] = "user"
-
-
-class Escalation(Strict):
-    consecutive_failures: int = Field(5, ge=2)
-    action: Literal["annotate", "block", "webhook"] = "annotate"
-    webhook_url: str | None = None
-
-
-class Thresholds(Strict):
-    repeat_warn: int = Field(2, ge=2)
-    repeat_stop: int = Field(3, ge=2)
-    same_call_notice: int = Field(3, ge=2)
-    same_call_escalate: int = Field(5, ge=2)
-    cycle_min_length: int = Field(2, ge=2)
-    cycle_max_length: int = Field(5, ge=2)
-    cycle_repeats: int = Field(3, ge=2)
-    loop_window: int = Field(10, ge=2, le=32, description="recent steps for same-call-window")
-    window_notice: int = Field(3, ge=2)
-    window_escalate: int = Field(6, ge=2)
-    message_repeats: int = Field(3, ge=2, description="same assistant text: notice")
-    message_escalate: int = Field(5, ge=2)
-    compaction_repeats: int = Field(2, ge=2, description="compactions with no tool call between")
-    compaction_escalate: int = Field(3, ge=2)
-    systemic_operations: int = Field(3, ge=2)
-    systemic_window: int = Field(10, ge=2, description="recent failure records considered")
-    block_tokens: int = Field(200, ge=20)
-    request_tokens: int = Field(1000, ge=0)
-    near_window: float = Field(0.85, gt=0, le=1)
-    summary_records: int = Field(10, ge=1)
-    summary_tokens: int = Field(500, ge=50)
-
-
-class Compaction(Strict):
-    markers: list[PatternRule] = []
-    cleared: list[str] = Field([], description="texts that replace a cleared tool output")
-
-
-class Sessions(Strict):
-    headers: list[str] = []
-    header_glob_suffix: str = "-session-id"
-    body_fields: list[str] = []
-
-
-class RuleFile(Strict):
-    """The schema of one YAML file. Every section is optional; unknown keys are errors."""
-
-    scan: Scan | None = None
-    detection: Detection = Detection()
-    categories: list[CategoryRule] = []
-    targets: Targets | None = None
-    templates: dict[str, str] = {}
-    thresholds: Thresholds | None = None
-    escalation: Escalation | None = None
-    placement: Placement | None = None
-    compaction: Compaction = Compaction()
-    sessions: Sessions | None = None
-
-
-# Every template and the fields it may use (a misspelled field is an error at load time).
-TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
-    name: frozenset(fields.split())
-    for name, fields in {
-        "block": "operation error previous hints",
-        "previous_attempt": "n operation category error",
-        "no_previous_attempts": "",
-        "hint": "hint",
-        "repeat_warn": "count category target",
-        "repeat_stop": "count category target",
-        "same_call": "call count rule",
-        "cycle": "total calls repeats rule",
-        "call_window": "call count window rule",
-        "repeated_message": "count rule",
-        "compaction_loop": "count rule",
-        "escalation": "reason",
-        "systemic": "operation error category operations names",
-        "summary": "items",
-        "summary_item": "category operation error turn",
-        "blocked": "reason",
-        "notice": "notices",
-    }.items()
-}
-TEMPLATE_NAMES = set(TEMPLATE_FIELDS)
-
-
-def template_problem(name: str, text: str) -> str | None:
-    """What is wrong with a template's `{fields}`, or None."""
-    try:
-        used = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
-    except ValueError as exc:
-        return f"template {name!r}: {exc}"
-    unknown = sorted(used - TEMPLATE_FIELDS[name])
-    if unknown:
-        allowed = sorted(TEMPLATE_FIELDS[name])
-        return f"template {name!r}: unknown field(s) {unknown} (allowed: {allowed})"
-    return None
-
-
-LOOP_PAIRS = (
-    ("same_call_notice", "same_call_escalate"),
-    ("cycle_min_length", "cycle_max_length"),
-    ("window_notice", "window_escalate"),
-    ("message_repeats", "message_escalate"),
-    ("compaction_repeats", "compaction_escalate"),
-    ("repeat_warn", "repeat_stop"),
-)
-
-
-def threshold_problems(thresholds: Thresholds) -> list[str]:
-    """Pairs of thresholds in the wrong order, and a window too short for its count."""
-    problems = [
-        f"thresholds: {high} must be >= {low}"
-        for low, high in LOOP_PAIRS
-        if getattr(thresholds, high) < getattr(thresholds, low)
-    ]
-    if thresholds.window_notice > thresholds.loop_window:
-        problems.append("thresholds: window_notice must be <= loop_window")
-    return problems
 
 
 @dataclass(frozen=True)
@@ -495,68 +332,6 @@ def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:
     return PatternSet([m.regex.pattern for m in matchers], where)
 
 
-# Lists of rules with ids, where an extra directory's rule replaces a base rule of equal id.
-RULE_LISTS = (
-    ("detection", "unwrap"),
-    ("detection", "not_error"),
-    ("detection", "error"),
-    ("detection", "key_line"),
-    ("compaction", "markers"),
-    (None, "categories"),
-)
-
-
-def _section(rule_file: RuleFile, section: str | None) -> BaseModel:
-    return rule_file if section is None else getattr(rule_file, section)
-
-
-def _with_list(rule_file: RuleFile, section: str | None, name: str, items: list[Any]) -> RuleFile:
-    if section is None:
-        return rule_file.model_copy(update={name: items})
-    part = getattr(rule_file, section).model_copy(update={name: items})
-    return rule_file.model_copy(update={section: part})
-
-
-def overlay(base: dict[str, RuleFile], extra: dict[str, RuleFile]) -> dict[str, RuleFile]:
-    """`extra`'s files on top of `base`'s. A rule or category whose id the extra files define
-    replaces the base one in place (same position in the matching order); the extra files'
-    other rules and categories match *before* the base ones (a team's specific category wins
-    over a bundled general one); their templates, thresholds and settings win, as a later
-    file's do."""
-    replacing: dict[tuple[str | None, str, str], Any] = {}
-    for rule_file in extra.values():
-        for section, name in RULE_LISTS:
-            for rule in getattr(_section(rule_file, section), name):
-                replacing[(section, name, rule.id)] = rule
-    used: set[tuple[str | None, str, str]] = set()
-    replaced: dict[str, RuleFile] = {}
-    for file_name, rule_file in base.items():
-        for section, name in RULE_LISTS:
-            items = []
-            for rule in getattr(_section(rule_file, section), name):
-                where = (section, name, rule.id)
-                used.update([where] if where in replacing else [])
-                items.append(replacing.get(where, rule))
-            rule_file = _with_list(rule_file, section, name, items)
-        replaced[file_name] = rule_file
-    leading: dict[str, RuleFile] = {}
-    trailing: dict[str, RuleFile] = {}
-    for file_name, rule_file in extra.items():
-        rules_only = RuleFile()
-        settings_only = rule_file
-        for section, name in RULE_LISTS:
-            rest = [
-                rule
-                for rule in getattr(_section(rule_file, section), name)
-                if (section, name, rule.id) not in used
-            ]
-            rules_only = _with_list(rules_only, section, name, rest)
-            settings_only = _with_list(settings_only, section, name, [])
-        leading[f"extra/{file_name}"] = rules_only
-        trailing[f"extra/{file_name}#settings"] = settings_only
-    return {**leading, **replaced, **trailing}
-
-
 def load_rules(directory: Path | None = None, extra: Path | None = None) -> Rules:
     """Read, validate and compile a rules directory (default: the bundled rules), with an
     optional extra directory on top (`overlay`)."""
@@ -564,6 +339,8 @@ def load_rules(directory: Path | None = None, extra: Path | None = None) -> Rule
     files = read_files(directory)
     if extra is None:
         return build(files, str(directory))
+    from proxy.rules_overlay import overlay
+
     try:
         extra_files = read_files(extra)
     except RulesError as exc:

@@ -30,7 +30,6 @@ The summary counts what this proxy did, from three sources, each the most direct
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import http.client
 import logging
@@ -43,8 +42,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
@@ -54,13 +51,10 @@ from pydantic import ValidationError
 from proxy import session_path
 from proxy.app import create_app
 from proxy.config import Settings
-from proxy.core.state import SessionState
-from proxy.hook import ChatRequest, Rewrite, Rewriter
 from proxy.logs import configure
-from proxy.metrics import Metrics
 from proxy.rules import RulesError, load_rules
+from proxy.run_summary import Summary, Tally, counting_factory, summarise
 from proxy.servers import SERVER_OPTIONS
-from proxy.session import scoped, tenant_of
 
 log = logging.getLogger("recovery_proxy")
 
@@ -102,182 +96,6 @@ def child_env(environ: dict[str, str], port: int, session: str) -> dict[str, str
 
 def new_session_id() -> str:
     return f"run-{secrets.token_hex(6)}"
-
-
-# ---- what the proxy did: the tally -------------------------------------------------------
-
-
-@dataclass
-class Baseline:
-    """A session's counters before this run first touched it."""
-
-    results: int = 0
-    loop_notices: int = 0
-    seen: int = 0
-
-    @classmethod
-    def of(cls, state: SessionState | None) -> Baseline:
-        if state is None:
-            return cls()
-        return cls(state.stats.results, state.stats.loop_notices, len(state.seen))
-
-
-@dataclass
-class Tally:
-    """The rewrites this run's proxy returned, and the sessions they belonged to."""
-
-    requests: int = 0
-    rewritten: int = 0
-    injected: int = 0
-    reapplied: int = 0
-    refused: int = 0
-    baselines: dict[str, Baseline | None] = field(default_factory=dict)  # None: unknown
-    store: Any = None  # the pipeline's store, once the lifespan has built it
-    loop: asyncio.AbstractEventLoop | None = None  # the proxy's event loop
-    metrics: Metrics | None = None
-
-
-class CountingRewriter:
-    """Wraps the recovery pipeline: counts what each rewrite did. Never raises for counting."""
-
-    def __init__(self, inner: Rewriter, tally: Tally, salt: str) -> None:
-        self.inner = inner
-        self.tally = tally
-        self.salt = salt
-
-    async def __call__(self, request: ChatRequest) -> Rewrite:
-        tally = self.tally
-        tally.requests += 1  # before the rewrite: one that fails open still counts
-        if request.session is not None:  # the key the pipeline gives a path-named session
-            expected = scoped(tenant_of(request.headers, self.salt), f"h:{request.session}")
-            if expected not in tally.baselines:
-                tally.baselines[expected] = await self._baseline(expected)
-        rewrite = await self.inner(request)
-        tally.rewritten += rewrite.body is not None
-        tally.injected += rewrite.injected
-        tally.reapplied += rewrite.reapplied
-        tally.refused += rewrite.reject is not None
-        if rewrite.session and rewrite.session not in tally.baselines:
-            tally.baselines[rewrite.session] = None  # not the key expected: no baseline
-        return rewrite
-
-    async def _baseline(self, key: str) -> Baseline | None:
-        try:
-            return Baseline.of(await self.tally.store.get(key))
-        except Exception:  # a store outage: the pipeline counts and logs it
-            return None
-
-
-def counting_factory(tally: Tally) -> Callable[..., Any]:
-    """A rewriter factory for `create_app`: the default pipeline inside a `CountingRewriter`."""
-    from proxy.app import _default_rewriter
-
-    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
-        inner = await _default_rewriter(settings, metrics, stack)
-        tally.store = getattr(inner, "store", None)
-        tally.loop = asyncio.get_running_loop()
-        tally.metrics = metrics
-        return CountingRewriter(inner, tally, settings.session_salt)
-
-    return factory
-
-
-@dataclass
-class Summary:
-    """The numbers printed at the end of a run."""
-
-    session: str
-    keys: list[str]
-    requests: int
-    rewritten: int
-    injected: int
-    reapplied: int
-    refused: int
-    failures: dict[str, int]
-    escalations: int
-    compactions: int
-    results: int | None  # None: the store could not say
-    loop_notices: int | None
-
-    def render(self) -> str:
-        failed = sum(self.failures.values())
-        by_category = ", ".join(f"{name} {n}" for name, n in sorted(self.failures.items()))
-        unknown = "?"
-        lines = [
-            f"recovery-proxy: session {self.session}"
-            + (f" (key {', '.join(self.keys)})" if self.keys else " (no requests)"),
-            f"  model requests {self.requests}, rewritten {self.rewritten}"
-            + (f", refused by escalation {self.refused}" if self.refused else ""),
-            f"  tool results seen {unknown if self.results is None else self.results}, "
-            f"failures {failed}" + (f" ({by_category})" if by_category else ""),
-            f"  blocks injected {self.injected}, re-applied {self.reapplied}",
-            f"  loop notices {unknown if self.loop_notices is None else self.loop_notices}, "
-            f"escalations {self.escalations}, compactions {self.compactions}",
-        ]
-        return "\n".join(lines)
-
-
-def _samples(metrics: Metrics, family: str) -> dict[str, float]:
-    """A counter family's values by its (single) label value ("" for an unlabelled one)."""
-    values: dict[str, float] = {}
-    for metric in metrics.registry.collect():
-        if metric.name != family:
-            continue
-        for sample in metric.samples:
-            if sample.name == f"{family}_total":
-                label = next(iter(sample.labels.values()), "")
-                values[label] = values.get(label, 0.0) + sample.value
-    return values
-
-
-async def _session_counts(tally: Tally) -> tuple[int | None, int | None]:
-    """Tool results and loop notices of this run, from the sessions' stats in the store."""
-    results = notices = 0
-    for key, baseline in tally.baselines.items():
-        try:
-            state = await tally.store.get(key)
-        except Exception:
-            return None, None
-        now = Baseline.of(state)
-        before = baseline or Baseline()
-        judged = now.results - before.results
-        results += judged if judged > 0 else max(0, now.seen - before.seen)
-        notices += max(0, now.loop_notices - before.loop_notices)
-    return results, notices
-
-
-def summarise(tally: Tally, session: str) -> Summary:
-    """Read the counters; the store is read on the proxy's own loop (it is still running)."""
-    results: int | None = None
-    notices: int | None = None
-    if tally.store is not None and tally.loop is not None and tally.baselines:
-        future = asyncio.run_coroutine_threadsafe(_session_counts(tally), tally.loop)
-        try:
-            results, notices = future.result(timeout=10)
-        except Exception as exc:  # the summary must never hide the child's exit code
-            log.warning("could not read the session for the summary: %s", exc)
-    elif not tally.baselines:
-        results = notices = 0
-    failures: dict[str, float] = {}
-    escalations = compactions = 0.0
-    if tally.metrics is not None:
-        failures = _samples(tally.metrics, "recovery_proxy_tool_failures")
-        escalations = sum(_samples(tally.metrics, "recovery_proxy_escalations").values())
-        compactions = sum(_samples(tally.metrics, "recovery_proxy_compactions").values())
-    return Summary(
-        session=session,
-        keys=list(tally.baselines),
-        requests=tally.requests,
-        rewritten=tally.rewritten,
-        injected=tally.injected,
-        reapplied=tally.reapplied,
-        refused=tally.refused,
-        failures={name: int(n) for name, n in failures.items() if n},
-        escalations=int(escalations),
-        compactions=int(compactions),
-        results=results,
-        loop_notices=notices,
-    )
 
 
 # ---- the proxy in a thread ---------------------------------------------------------------
