@@ -66,6 +66,9 @@ def new_session(settings: Settings) -> aiohttp.ClientSession:
         skip_auto_headers=SKIP_AUTO_HEADERS,
         timeout=aiohttp.ClientTimeout(total=None, connect=settings.connect_timeout),
         trust_env=False,
+        # No cookie jar: a provider's Set-Cookie (Cloudflare's `__cf_bm`) is relayed to the
+        # client that got it and never replayed on anyone else's request (tenant isolation).
+        cookie_jar=aiohttp.DummyCookieJar(),
     )
 
 

@@ -260,3 +260,28 @@ def test_a_real_server_relays_the_upstreams_date_and_server_once(chat_body) -> N
     names = [name.lower() for name, _ in response.headers.raw]
     assert names.count(b"server") == 1 and names.count(b"date") == 1, response.headers.raw
     assert response.headers["server"] == "openai-edge" and response.headers["date"] == stamp
+
+
+def test_upstream_cookies_are_relayed_never_kept_or_replayed(chat_body) -> None:
+    """A provider's `Set-Cookie` (Cloudflare's `__cf_bm` on api.openai.com) goes back to the
+    client that got it; the proxy keeps no cookie jar, so no other request, and no other
+    tenant, ever sends it upstream."""
+    from proxy.app import create_app
+    from proxy.servers import BackgroundServer
+
+    by_name = UPSTREAM.replace("127.0.0.1", "localhost")  # a host name: jars keep its cookies
+    settings = make_settings(upstream=by_name)
+    with upstream_mock() as mock, BackgroundServer(create_app(settings)) as proxy:
+        route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+            return_value=Response(
+                200,
+                json={"choices": []},
+                headers={"set-cookie": "__cf_bm=tenant-a-secret; path=/; HttpOnly"},
+            )
+        )
+        url = f"{proxy.url}/v1/chat/completions"
+        first = httpx.post(url, json=chat_body(), headers={"authorization": "Bearer sk-a"})
+        assert first.headers["set-cookie"].startswith("__cf_bm=tenant-a-secret")
+        httpx.post(url, json=chat_body(), headers={"authorization": "Bearer sk-b"})
+        assert route.call_count == 2
+        assert "cookie" not in route.calls.last.request.headers
