@@ -263,34 +263,48 @@ def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = 
     return Settings(**values)
 
 
+class StartupError(Exception):
+    """A problem that stops `serve` or `run` before they start, as one line for the user."""
+
+
+def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
+    """The app `serve` and `run` start: logging configured, then everything that can be
+    wrong checked once, each problem a `StartupError` naming its file, path or field rather
+    than a traceback from inside the server's lifespan."""
+    from proxy.app import create_app
+    from proxy.logs import configure
+    from proxy.rules import RulesError, load_rules
+    from proxy.store import StoreUnavailable, check_spec, open_store
+
+    configure(settings.log_level, settings.log_format, settings.log_bodies)
+    try:
+        if check_spec(settings.store) == "sqlite":  # a bad path
+            asyncio.run(_open_and_close(open_store(settings)))
+        load_rules(settings.rules, settings.extra_rules)
+        return create_app(settings, rewriter_factory)  # a bad --models file
+    except RulesError as exc:
+        where = settings.rules or "bundled rules"
+        extra = f" + {settings.extra_rules}" if settings.extra_rules else ""
+        raise StartupError(f"rules invalid ({where}{extra}): {exc}") from None
+    except (ValueError, StoreUnavailable) as exc:
+        raise StartupError(str(exc)) from None
+
+
 def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
     import uvicorn
     from pydantic import ValidationError
 
-    from proxy.app import create_app
-    from proxy.logs import configure
-    from proxy.rules import RulesError, load_rules
     from proxy.servers import SERVER_OPTIONS
-    from proxy.store import StoreUnavailable, check_spec, open_store
 
     try:
         settings = serve_settings(args)
-        configure(settings.log_level, settings.log_format, settings.log_bodies)
-        if check_spec(settings.store) == "sqlite":  # a bad path: one line, not a traceback
-            asyncio.run(_open_and_close(open_store(settings)))
-        load_rules(settings.rules, settings.extra_rules)  # broken rules: one line, not a traceback
-        app = create_app(settings)  # a bad --models file: one line naming file and field
+        app = start_app(settings)
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
         return 2
-    except (ValueError, StoreUnavailable) as exc:
+    except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
-        return 2
-    except RulesError as exc:
-        where = settings.rules or "bundled rules"
-        extra = f" + {settings.extra_rules}" if settings.extra_rules else ""
-        print(f"recovery-proxy: rules invalid ({where}{extra}): {exc}", file=sys.stderr)
         return 2
     _tune_gc()
     uvicorn.run(

@@ -49,10 +49,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from proxy import session_path
-from proxy.app import create_app
 from proxy.config import Settings
-from proxy.logs import configure
-from proxy.rules import RulesError, load_rules
 from proxy.run_summary import Summary, Tally, counting_factory, summarise
 from proxy.servers import SERVER_OPTIONS
 
@@ -238,15 +235,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     environ = dict(os.environ)
     tally = Tally()
+    from proxy.cli import StartupError, start_app
+
     try:
         settings = run_settings(args, environ)
-        configure(settings.log_level, settings.log_format, settings.log_bodies)
-        load_rules(settings.rules, settings.extra_rules)  # broken rules: one line
-        app = create_app(settings, counting_factory(tally))
+        app = start_app(settings, counting_factory(tally))
     except ValidationError as exc:
         print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
         return 2
-    except (ValueError, RulesError) as exc:
+    except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
 
