@@ -127,7 +127,18 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The `recovery-proxy` command. Output piped into `head` and cut short ends quietly."""
+    try:
+        return _command(build_parser().parse_args(argv))
+    except BrokenPipeError:
+        # The reader went away: point stdout at /dev/null so the interpreter's final flush
+        # does not complain again (the Python docs' recipe for SIGPIPE).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return serve(args)
     if args.command == "demo":

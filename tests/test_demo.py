@@ -79,3 +79,21 @@ def test_demo_shows_recovery_on_all_four_formats_quickly() -> None:
     assert "status 200" in out and "status 5" not in out and "status 4" not in out
     assert out.count("model answers:") == 4, out
     assert elapsed < 5, f"the demo took {elapsed:.1f} s (budget 5 s)"
+
+
+def test_output_cut_short_ends_quietly() -> None:
+    """`recovery-proxy demo | head -2`: no BrokenPipeError traceback when the reader leaves."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECOVERY_PROXY_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env | LOOPBACK,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"legend: ")
+    proc.stdout.close()  # the reader goes away, as `head` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
