@@ -197,9 +197,10 @@ def add_proxy_flags(parser: argparse.ArgumentParser, store_default: str, log_lev
 
 
 RUN_DESCRIPTION = """\
-Start the proxy on a free loopback port, run CMD with OPENAI_BASE_URL, OPENAI_API_BASE and
-ANTHROPIC_BASE_URL pointing at it (under a session path of its own), pass SIGINT/SIGTERM on
-to it, exit with its exit code and print a summary of the session to stderr."""
+Start the proxy on a free loopback port, run CMD with OPENAI_BASE_URL, OPENAI_API_BASE,
+ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL pointing at it (under a session path of its own),
+pass SIGINT/SIGTERM on to it, exit with its exit code and print a summary of the session to
+stderr."""
 RUN_DEFAULTS = {
     "host": "127.0.0.1 (run: always loopback)",
     "port": "8787 (run: a free port)",
@@ -207,8 +208,9 @@ RUN_DEFAULTS = {
 }
 RUN_EPILOG = """\
 The upstreams are, first to last: the flags, RECOVERY_PROXY_UPSTREAM /
-RECOVERY_PROXY_ANTHROPIC_UPSTREAM, this shell's own OPENAI_BASE_URL (else OPENAI_API_BASE) /
-ANTHROPIC_BASE_URL, the defaults. The store is memory unless --store or RECOVERY_PROXY_STORE
+RECOVERY_PROXY_ANTHROPIC_UPSTREAM / RECOVERY_PROXY_GEMINI_UPSTREAM, this shell's own
+OPENAI_BASE_URL (else OPENAI_API_BASE) / ANTHROPIC_BASE_URL / GOOGLE_GEMINI_BASE_URL, the
+defaults. The store is memory unless --store or RECOVERY_PROXY_STORE
 says otherwise: the proxy lives exactly as long as the command.
 
 example:

@@ -74,6 +74,8 @@ def run_settings(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
         fallbacks["upstream"] = openai
     if environ.get("ANTHROPIC_BASE_URL"):
         fallbacks["anthropic_upstream"] = environ["ANTHROPIC_BASE_URL"]
+    if environ.get("GOOGLE_GEMINI_BASE_URL"):
+        fallbacks["gemini_upstream"] = environ["GOOGLE_GEMINI_BASE_URL"]
     return serve_settings(args, fallbacks)
 
 
@@ -83,7 +85,9 @@ def child_env(environ: dict[str, str], port: int, session: str) -> dict[str, str
     base = f"http://127.0.0.1:{port}{session_path.PREFIX}{session}"
     env = dict(environ)
     env["OPENAI_BASE_URL"] = env["OPENAI_API_BASE"] = f"{base}/v1"
-    env["ANTHROPIC_BASE_URL"] = base
+    # Gemini CLI (@google/genai) joins its base URL, the API version and the method, so the
+    # session path survives: `{base}/v1beta/models/{model}:generateContent`.
+    env["ANTHROPIC_BASE_URL"] = env["GOOGLE_GEMINI_BASE_URL"] = base
     for name in ("NO_PROXY", "no_proxy"):
         kept = [part for part in env.get(name, "").split(",") if part.strip()]
         if "127.0.0.1" not in kept:

@@ -164,6 +164,45 @@ def test_run_wraps_an_openai_sdk_agent_and_exits_with_its_code(
     assert "Traceback" not in err
 
 
+GEMINI_CHILD = """
+import json, os, sys, httpx
+body = {"contents": [
+    {"role": "user", "parts": [{"text": "Read the config."}]},
+    {"role": "model", "parts": [{"functionCall": {"name": "read_file",
+        "args": {"file_path": "/repo/src/config.ts"}}}]},
+    {"role": "user", "parts": [{"functionResponse": {"name": "read_file",
+        "response": {"error": "File not found: /repo/src/config.ts"}}}]},
+]}
+url = os.environ["GOOGLE_GEMINI_BASE_URL"] + "/v1beta/models/gemini-2.5-pro:generateContent"
+r = httpx.post(url, json=body, headers={"x-goog-api-key": "AIza-test"}, trust_env=False)
+json.dump({"status": r.status_code, "base": os.environ["GOOGLE_GEMINI_BASE_URL"],
+           "session": r.headers.get("x-recovery-proxy-session")}, open(sys.argv[1], "w"))
+"""
+
+
+def test_gemini_cli_is_pointed_at_the_session_path_too(tmp_path: Path) -> None:
+    """GOOGLE_GEMINI_BASE_URL (Gemini CLI, @google/genai: base URL + API version + method) is
+    the session path; the caller's own becomes the Gemini upstream."""
+    report = tmp_path / "gemini.json"
+    with upstream_mock() as mock:
+        route = mock.post(f"{ROOT}/v1beta/models/gemini-2.5-pro:generateContent").mock(
+            return_value=httpx.Response(200, json={"candidates": []})
+        )
+        command = [sys.executable, "-m", "proxy.cli", "run", "--session", "gem-1", "--quiet"]
+        command += ["--", sys.executable, "-c", GEMINI_CHILD, str(report)]
+        env = wrapper_env(GOOGLE_GEMINI_BASE_URL=ROOT)
+        done = subprocess.run(
+            command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(report.read_text())
+    assert seen["status"] == 200 and seen["base"].endswith("/s/gem-1")
+    assert seen["session"] == scoped(tenant_of({"x-goog-api-key": "AIza-test"}, SALT), "h:gem-1")
+    sent = orjson.loads(route.calls.last.request.content)
+    error = sent["contents"][-1]["parts"][0]["functionResponse"]["response"]["error"]
+    assert BLOCK in error
+
+
 def test_quiet_suppresses_the_summary_and_each_run_gets_a_fresh_session(
     provider: UpstreamMock, tmp_path: Path
 ) -> None:
