@@ -168,7 +168,7 @@ class RecoveryProxy:
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
             if wire.scope_headers is not None:
                 headers = wire.scope_headers(headers, scope.get("query_string", b""))
-            request = ChatRequest(plain, payload, headers, wire, session)
+            request = ChatRequest(plain, payload, headers, wire, session, scope["path"])
             rewrite = await self._safe_rewrite(request)
             if rewrite.reject is not None:
                 blocked = errors(409, rewrite.reject, "recovery_escalation")

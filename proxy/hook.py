@@ -18,6 +18,7 @@ class ChatRequest:
     headers: Mapping[str, str]
     wire: WireFormat = DEFAULT
     session: str | None = None  # the id a `/s/{session}/...` path named
+    path: str = ""  # the route path (after any session prefix)
 
 
 @dataclass(slots=True)

@@ -64,6 +64,8 @@ class RecoveryPipeline:
         conv = wire.parse(request.payload)
         if conv is None:
             return UNCHANGED
+        if not conv.model and wire.path_model is not None:
+            conv.model = wire.path_model(request.path)
         now = time.time()
         key = await self._session(request, conv, rules, now)
         budget_numbers = self._budget_numbers(request, conv.model, rules)

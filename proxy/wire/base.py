@@ -81,6 +81,9 @@ class WireFormat:
     path_match: Callable[[str], bool] = exact_paths_only
     # the headers a session is scoped by, given the query string (a key sent as `?key=`)
     scope_headers: Callable[[dict[str, str], bytes], dict[str, str]] | None = None
+    # The model a route path names, for APIs whose body does not (Gemini); its context window
+    # sets the token budget.
+    path_model: Callable[[str], str] | None = None
 
     def upstream_path(self, path: str) -> str:
         """The path to send upstream for a route path: `/v1/responses` -> `/responses`."""

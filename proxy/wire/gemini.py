@@ -225,6 +225,15 @@ def stream_error(message: str, kind: str) -> bytes:
     return b"data: " + error_body(status, message, kind) + b"\n\n"
 
 
+def model_of_path(path: str) -> str:
+    """`gemini-2.5-pro` from `/v1beta/models/gemini-2.5-pro:generateContent`: the request
+    body names no model, and the model's window sets the token budget."""
+    for prefix in PATH_PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix) :].partition(":")[0]
+    return ""
+
+
 def count_tokens(payload: dict[str, Any], model: str) -> int:
     """Prompt tokens of the system instruction and the contents' text."""
     return text_tokens(payload, ("systemInstruction", "system_instruction", "contents"), model)
@@ -262,4 +271,5 @@ FORMAT = WireFormat(
     marker_headers=(API_KEY_HEADER,),
     path_match=matches,
     scope_headers=with_query_key,
+    path_model=model_of_path,
 )

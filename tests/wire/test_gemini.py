@@ -409,3 +409,18 @@ async def test_other_gemini_paths_pass_through(client) -> None:
             f"/v1beta/models/{MODEL}:countTokens", content=raw, headers={"x-goog-api-key": "AIza"}
         )
     assert response.json() == {"totalTokens": 3} and route.calls.last.request.content == raw
+
+
+async def test_the_window_is_the_path_models(client) -> None:
+    """The body names no model: the path's `gemini-2.5-pro` (a 1M-token window) sets the
+    budget, so a 150k-token session still gets full blocks (a 128k default would allow only
+    escalations past ~109k tokens)."""
+    from proxy.wire.gemini import model_of_path
+
+    assert model_of_path(STREAM_PATH) == MODEL
+    assert model_of_path("/v1/models/gemini-2.5-flash:generateContent") == "gemini-2.5-flash"
+    agent = GeminiCliAgent(client)
+    agent.contents[0]["parts"][0]["text"] += "\n" + "x" * 600_000  # ~150k tokens by estimate
+    response = await agent.call("read_file", READ, {"error": NOT_FOUND})
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    assert "[Error Recovery Context]" in agent.last_response["error"]
