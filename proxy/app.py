@@ -170,10 +170,6 @@ class RecoveryProxy:
                 headers = wire.scope_headers(headers, scope.get("query_string", b""))
             request = ChatRequest(plain, payload, headers, wire, session, scope["path"])
             rewrite = await self._safe_rewrite(request)
-            if rewrite.reject is not None:
-                blocked = errors(409, rewrite.reject, "recovery_escalation")
-                await send_error(send, 409, blocked, [(b"x-should-retry", b"false")])
-                return
         extra = [
             (b"x-recovery-proxy-injected", b"%d" % rewrite.injected),
             (b"x-recovery-proxy-reapplied", b"%d" % rewrite.reapplied),
@@ -192,8 +188,13 @@ class RecoveryProxy:
             started=started,
             rules_version=rewrite.rules,
             arm=rewrite.arm,
+            refused=rewrite.reject is not None,
             body=(rewrite.body or plain) if self.settings.log_bodies else None,
         )
+        if rewrite.reject is not None:  # the `block` escalation: answered here, with our headers
+            blocked = errors(409, rewrite.reject, "recovery_escalation")
+            await send_error(send, 409, blocked, [(b"x-should-retry", b"false"), *extra])
+            return
         if params is not None:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
             await self._watched(receive, litellm_route.respond(send, routed, params, extra))

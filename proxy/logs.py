@@ -89,6 +89,7 @@ def log_request(
     started: float,
     rules_version: str,
     arm: str = "",
+    refused: bool = False,
     body: bytes | None = None,
 ) -> None:
     """The one line for a rewritten request (cheap when INFO is off: nothing is built)."""
@@ -106,6 +107,8 @@ def log_request(
     }
     if arm:
         fields["arm"] = arm
+    if refused:
+        fields["refused"] = True  # answered 409 by the `block` escalation, not forwarded
     if body is not None:
         fields["body"] = body[:BODY_LIMIT].decode("utf-8", "replace")
     requests_log.info("request", extra={"fields": fields})

@@ -114,6 +114,7 @@ async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
             and "2 consecutive tool calls have failed" in error["message"]
         )
         assert blocked.headers["x-should-retry"] == "false"
+        assert blocked.headers["x-recovery-proxy-session"] == ok.headers["x-recovery-proxy-session"]
         assert len(agent.forwarded) == 1  # not forwarded
         again = await agent.send()  # the SDK or agent retries the same request
         assert again.status_code == 409
