@@ -63,7 +63,7 @@ class PatternSet:
     pattern-by-pattern search costs a call per pattern, this costs one. `matching(text)` is
     the indices of the patterns that match, ascending (so the first is the first rule)."""
 
-    def __init__(self, patterns: list[str], where: str) -> None:
+    def __init__(self, patterns: list[str] | None = None, where: str = "") -> None:
         self.regex_set: Any = None
         if not patterns:
             return
@@ -125,13 +125,13 @@ class Rules:
     sessions: Sessions
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
     # The same patterns as one-pass sets (proxy/core/classify.py); built by `build`.
-    unwrap_set: PatternSet | None = field(default=None, compare=False, repr=False)
-    not_error_set: PatternSet | None = field(default=None, compare=False, repr=False)
-    error_set: PatternSet | None = field(default=None, compare=False, repr=False)
-    key_line_set: PatternSet | None = field(default=None, compare=False, repr=False)
-    category_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    unwrap_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    not_error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
-    marker_set: PatternSet | None = field(default=None, compare=False, repr=False)
+    marker_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     # Texts already searched for markers: a system prompt or first message comes back on
     # every request of a session, and a text-keyed lookup is cheaper than searching it again.
     _marked: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
@@ -140,10 +140,7 @@ class Rules:
         """Whether a compaction marker occurs in `text`."""
         found = self._marked.get(text)
         if found is None:
-            if self.marker_set is not None:
-                found = bool(self.marker_set.matching(text))
-            else:
-                found = any(m.search(text) for m in self.markers)
+            found = bool(self.marker_set.matching(text))
             if len(text) <= MARKED_TEXT_MAX:  # bounded memory: at most 512 x 64 KiB
                 if len(self._marked) >= MARKED_CACHE:
                     self._marked.clear()

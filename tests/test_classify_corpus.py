@@ -60,14 +60,27 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
     from dataclasses import replace
 
     from proxy.core.classify import classify
+    from proxy.rules import Matcher, PatternSet
+
+    class OneByOne(PatternSet):
+        """The reference: each pattern searched on its own, in order."""
+
+        def __init__(self, matchers: tuple[Matcher, ...] | list[Matcher]) -> None:
+            super().__init__()
+            self.matchers = matchers
+
+        def matching(self, text: str) -> list[int]:
+            return [i for i, m in enumerate(self.matchers) if m.search(text)]
 
     one_by_one = replace(
         rules,
-        unwrap_set=None,
-        not_error_set=None,
-        error_set=None,
-        key_line_set=None,
-        category_set=None,
+        unwrap_set=OneByOne(rules.unwrap),
+        not_error_set=OneByOne(rules.not_error),
+        error_set=OneByOne(rules.error),
+        key_line_set=OneByOne(rules.key_line),
+        category_set=OneByOne([m for c in rules.categories for m in c.matchers]),
+        marker_set=OneByOne(rules.markers),
+        _marked={},
     )
     texts = [(e["tool"], e["content"], e.get("is_error")) for p in CORPORA for e in load_corpus(p)]
     for rule_file in rules.files.values():

@@ -39,11 +39,8 @@ def scan_window(text: str, rules: Rules) -> str:
 def unwrap(window: str, rules: Rules) -> str:
     """The output inside a leading wrapper line (Cline's `Command executed.\nOutput:`,
     Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output."""
-    candidates = rules.unwrap
-    if rules.unwrap_set is not None:
-        candidates = tuple(rules.unwrap[i] for i in rules.unwrap_set.matching(window))
-    for matcher in candidates:
-        match = matcher.search(window)
+    for i in rules.unwrap_set.matching(window):  # one pass says which rules match at all
+        match = rules.unwrap[i].search(window)
         if match and match.start() == 0:
             return window[match.end() :]
     return window
@@ -53,8 +50,6 @@ def detect(window: str, body: str, rules: Rules) -> str | None:
     """The id of the rule that says this result is a failure, or None for success.
     `not_error` rules see the whole window and win; `error` rules see the window, then the
     body inside a wrapper."""
-    if rules.error_set is None or rules.not_error_set is None:  # Rules built by hand
-        return _detect_one_by_one(window, body, rules)
     if rules.not_error_set.matching(window):
         return None
     for text in (window, body) if body is not window else (window,):
@@ -64,24 +59,10 @@ def detect(window: str, body: str, rules: Rules) -> str | None:
     return None
 
 
-def _detect_one_by_one(window: str, body: str, rules: Rules) -> str | None:
-    for matcher in rules.not_error:
-        if matcher.search(window):
-            return None
-    for text in (window, body) if body is not window else (window,):
-        for matcher in rules.error:
-            if matcher.search(text):
-                return matcher.id
-    return None
-
-
 def key_line(window: str, rules: Rules) -> str:
     """The line that says what went wrong: first key-line rule that matches, else line one."""
-    candidates = rules.key_line
-    if rules.key_line_set is not None:  # one pass says which rule matches first
-        candidates = tuple(rules.key_line[i] for i in rules.key_line_set.matching(window)[:1])
-    for matcher in candidates:
-        match = matcher.search(window)
+    for i in rules.key_line_set.matching(window)[:1]:  # one pass: the first rule matching
+        match = rules.key_line[i].search(window)
         if match:
             line = match.group(1) if match.re.groups else match.group(0)
             return _clip(line)
@@ -97,12 +78,9 @@ def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
     general = [c for c in rules.categories if c.tools is None]
     ordered = specific + general
     for text in (line, window):
-        if rules.category_set is not None:  # one pass: which categories match at all
-            owner = rules.category_owner
-            hit = {rules.categories[owner[i]].id for i in rules.category_set.matching(text)}
-            found = next((c.id for c in ordered if c.id in hit), None)
-        else:
-            found = next((c.id for c in ordered if any(m.search(text) for m in c.matchers)), None)
+        owner = rules.category_owner  # one pass: which categories match at all
+        hit = {rules.categories[owner[i]].id for i in rules.category_set.matching(text)}
+        found = next((c.id for c in ordered if c.id in hit), None)
         if found is not None:
             return found
     return "unknown"
