@@ -7,7 +7,7 @@ import sys
 import orjson
 
 from proxy.config import Settings
-from proxy.sessions_cli import describe, on_store
+from proxy.sessions_cli import describe, on_store, refuse_memory
 
 
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
@@ -15,12 +15,7 @@ def run_report(spec: str, control_fraction: float | None, limit: int, as_json: b
     defaults to the one the proxy reads (RECOVERY_PROXY_CONTROL_FRACTION)."""
     from proxy.report import build_report, format_report
 
-    if spec.strip() == "memory":
-        print(
-            "recovery-proxy: the memory store lives inside the running proxy; "
-            "run the proxy with a sqlite or redis store to report on its sessions",
-            file=sys.stderr,
-        )
+    if refuse_memory(spec, "run the proxy with a sqlite or redis store to report on it"):
         return 2
     from proxy.store import sqlite_path
 

@@ -78,7 +78,7 @@ def on_store(
         return 1, None
 
 
-def _refuse_memory(spec: str, advice: str) -> bool:
+def refuse_memory(spec: str, advice: str) -> bool:
     """True (after saying why) for the memory store: only the proxy holding it can see it."""
     if spec.strip() != "memory":
         return False
@@ -92,7 +92,7 @@ def _refuse_memory(spec: str, advice: str) -> bool:
 def purge_sessions(spec: str, key: str | None) -> int:
     """Delete session `key` (every session when None) from the store `spec`; print how many
     went and return the exit code."""
-    if _refuse_memory(spec, MEMORY_PURGE):
+    if refuse_memory(spec, MEMORY_PURGE):
         return 2
     code, removed = on_store(spec, "purge", lambda store: store.purge(key))
     if removed is None:
@@ -113,7 +113,7 @@ def list_sessions(spec: str, limit: int, as_json: bool) -> int:
     `x-recovery-proxy-session` header shows it and `sessions purge --key` takes it, the tenant
     hash, the A/B arm, when it was last seen and its counters. Continuity-index states (the
     bookkeeping that links fingerprinted conversations) are not sessions and are skipped."""
-    if _refuse_memory(spec, MEMORY_LIST):
+    if refuse_memory(spec, MEMORY_LIST):
         return 2
     if limit < 1:
         print("recovery-proxy: --limit must be at least 1", file=sys.stderr)
