@@ -35,6 +35,9 @@ from proxy.rules_schema import (
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+# libyaml's safe loader when PyYAML has it: the same documents, a tenth of the time (the
+# bundled rules: 66 -> 7 ms), paid at start-up, by `rules check` and on every hot reload.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
 # RE2::Set has no fallback when its DFA runs out of memory (it reports no match). Texts are
@@ -181,7 +184,7 @@ def read_files(directory: Path) -> dict[str, RuleFile]:
     files: dict[str, RuleFile] = {}
     for path in paths:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise RulesError(f"{path.name}: cannot read YAML: {exc}") from None
         if not isinstance(data, dict):
