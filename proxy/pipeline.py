@@ -87,7 +87,7 @@ class RecoveryPipeline:
             "rules": rules.version,
         }
         if control:  # A/B control arm: tracked like treatment, forwarded untouched
-            self._count_control(plan)
+            self._count(plan, control=True)
             return Rewrite(session=key, arm="control", **counts)
         arm = "treatment" if fraction > 0 else ""
         self._count(plan)
@@ -151,26 +151,22 @@ class RecoveryPipeline:
         headroom = max(0, window - used)
         return th.request_tokens, headroom, used > th.near_window * window
 
-    def _count(self, plan: Plan) -> None:
-        if plan.escalations:
-            action = self.rules.current.escalation.action
-            self.metrics.escalations.labels(action).inc(plan.escalations)
+    def _count(self, plan: Plan, control: bool = False) -> None:
+        """Metrics for one plan. A control session counts what was observed only: nothing was
+        injected or escalated (no block, no webhook: either could change what the agent does)."""
         for category in plan.new_failures:
             self.metrics.failures_seen.labels(category).inc()
         if plan.compaction:
             self.metrics.compactions.inc()
+        if control:
+            return
+        if plan.escalations:
+            action = self.rules.current.escalation.action
+            self.metrics.escalations.labels(action).inc(plan.escalations)
         if plan.appends:
             self.metrics.injections.labels("block").inc(len(plan.appends))
         if plan.summary:
             self.metrics.injections.labels("summary").inc()
-
-    def _count_control(self, plan: Plan) -> None:
-        """A control session's metrics: what was observed; nothing injected or escalated (no
-        block, no webhook: either could change what the agent does)."""
-        for category in plan.new_failures:
-            self.metrics.failures_seen.labels(category).inc()
-        if plan.compaction:
-            self.metrics.compactions.inc()
 
     def _send_events(self, events: list[dict[str, Any]], rules: Rules) -> None:
         url = rules.escalation.webhook_url
