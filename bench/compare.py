@@ -7,16 +7,18 @@ Setup: `pip install -r bench/requirements.txt` into the project venv; `bash benc
 for LiteLLM Proxy (its own venv, .venv-litellm; skipped with a note when absent); `apt-get
 install wrk` for the throughput load (a Python asyncio client is the fallback, and says so).
 
-One mock upstream (bench.mock_upstream: raw ASGI on uvloop + httptools) serves all three paths:
+One mock upstream (bench.mock_upstream: raw ASGI on uvloop + httptools) serves every path:
 direct (client -> mock), recovery-proxy (client -> `recovery-proxy serve`, sqlite store in a
-throwaway file -> mock) and LiteLLM (client -> `litellm`, one worker, passthrough config ->
-mock). Measured: (0) recovery-proxy alone, before LiteLLM is started: sequential latency at
-10 / 100 / 1,000 messages, direct / proxy interleaved; (1) sequential latency at the same sizes
-with ~10% failing tool results, requests interleaved direct / proxy / litellm (order rotated
-each round), plus a
-"growing session" row where every request adds one new tool call and result; (2) throughput at
-32 keep-alive connections with 100-message bodies (wrk); (3) start-up, spawn to first 200 on the
-health endpoint. Writes bench/results.md and bench/results.png (--quick: bench/results-quick.*).
+throwaway file -> mock), a bare relay (bench.floor_relay: the same HTTP parts forwarding bytes
+unchanged, the floor for this stack) and LiteLLM (client -> `litellm`, one worker, passthrough
+config -> mock). Measured: (1) sequential latency, each server on its own: requests alternate
+direct / that server while no other server takes requests, at 10 / 100 / 1,000 messages with
+~10% failing tool results, a "growing session" row where every request adds one new tool call
+and result, and an "after idle" row (the machine idle for 50 ms before each request, as between
+an agent's turns); then the sizes once more with direct / recovery-proxy / LiteLLM interleaved
+request by request; (2) throughput at 32 keep-alive connections with 100-message bodies (wrk);
+(3) start-up, spawn to first 200 on the health endpoint. Writes bench/results.md and
+bench/results.png (--quick: bench/results-quick.*).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ CONNECTIONS = 32
 SETTLE = 0.005  # seconds after each LiteLLM request, so its background work is not counted
 GROW_BASE, GROW_TURNS = 80, 20  # growing sessions: 80 messages + 20 new turns -> 82..120
 TARGETS = ("direct", "recovery-proxy", "litellm")
-HEALTH = {"recovery-proxy": "/healthz", "litellm": "/health/liveliness"}
+HEALTH = {"recovery-proxy": "/healthz", "litellm": "/health/liveliness", "floor": "/v1/models"}
+IDLE = 0.05  # seconds the machine is left idle before each request in the "after idle" row
 # No outside connections from LiteLLM: bundled cost map and templates, no DB, no telemetry.
 LITELLM_ENV = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -317,6 +320,12 @@ def proxy_server(upstream: str, store: str, logdir: str, tree: str) -> Server:
     return Server("recovery-proxy", args, port, HEALTH["recovery-proxy"], logdir, env, cwd=tree)
 
 
+def floor_server(upstream: str, logdir: str) -> Server:
+    port = free_port()
+    args = [sys.executable, "-m", "bench.floor_relay", str(port), upstream]
+    return Server("floor", args, port, HEALTH["floor"], logdir)
+
+
 def litellm_server(binary: str, upstream: str, workdir: str) -> Server:
     port = free_port()
     config = os.path.join(workdir, "litellm-config.yaml")
@@ -403,8 +412,10 @@ def run_rounds(
     clients: dict[str, Client],
     servers: dict[str, Server],
     items: list[tuple[bytes, str, bool]],
+    idle: float = 0.0,
 ) -> tuple[dict[str, Samples], float]:
-    """Send each (body, session, timed) to every target in turn, rotating the order.
+    """Send each (body, session, timed) to every target in turn, rotating the order, the
+    machine left `idle` seconds before each request.
 
     Returns the samples and the CPU other processes used meanwhile, in % of one core.
     """
@@ -418,6 +429,8 @@ def run_rounds(
         for i, (body, session, timed) in enumerate(items):
             k = i % len(names)
             for name in names[k:] + names[:k]:
+                if idle:
+                    time.sleep(idle)
                 elapsed, response = clients[name].post(body, session)
                 if name == "litellm":  # it keeps working after answering (logging, costs):
                     time.sleep(SETTLE)  # let that finish before the next target is timed
@@ -456,9 +469,11 @@ def steady_body(n: int) -> bytes:
     return orjson.dumps({"model": MODEL, "messages": conversation(n, failures_every=every)})
 
 
-def steady_items(n: int, rounds: int, warmup: int) -> tuple[list[tuple[bytes, str, bool]], int]:
+def steady_items(
+    n: int, rounds: int, warmup: int, tag: str
+) -> tuple[list[tuple[bytes, str, bool]], int]:
     body = steady_body(n)
-    session = f"steady-{n}"
+    session = f"{tag}-steady-{n}"
     return [(body, session, False)] * warmup + [(body, session, True)] * rounds, len(body)
 
 
@@ -482,13 +497,13 @@ def new_turn(session: int, j: int) -> list[dict[str, Any]]:
     ]
 
 
-def growing_items(rounds: int) -> tuple[list[tuple[bytes, str, bool]], int]:
+def growing_items(rounds: int, tag: str) -> tuple[list[tuple[bytes, str, bool]], int]:
     """Sessions that start at 80 messages (seen once, untimed) and grow one turn per request."""
     items: list[tuple[bytes, str, bool]] = []
     sizes = []
     for s in range(max(1, -(-rounds // GROW_TURNS))):
         history = conversation(GROW_BASE, failures_every=10)
-        session = f"grow-{s}"
+        session = f"{tag}-grow-{s}"
         items.append((orjson.dumps({"model": MODEL, "messages": history}), session, False))
         for j in range(GROW_TURNS):
             history = history + new_turn(s, j)
@@ -496,6 +511,47 @@ def growing_items(rounds: int) -> tuple[list[tuple[bytes, str, bool]], int]:
             items.append((body, session, True))
             sizes.append(len(body))
     return items, int(statistics.fmean(sizes))
+
+
+IDLE_ROW = "100 after idle"
+
+
+def pair_rows(
+    target: str,
+    servers: dict[str, Server],
+    counts: dict[Any, int],
+    warmup: int,
+    body_sizes: dict[str, int],
+) -> tuple[dict[str, dict[str, Samples]], dict[str, float]]:
+    """Every sequential row for direct / `target`, interleaved request by request while no
+    other server takes requests: samples per row, and other processes' CPU per row."""
+    pair = ("direct", target)
+    clients = {n: Client(n, f"{servers[n].base}/v1/chat/completions") for n in pair}
+    plan: list[tuple[str, list[tuple[bytes, str, bool]], int, float]] = []
+    for n in SIZES:
+        items, size = steady_items(n, counts[n], warmup, target)
+        plan.append((str(n), items, size, 0.0))
+    items, size = growing_items(counts["grow"], target)
+    plan.append(("100 growing", items, size, 0.0))
+    items, size = steady_items(100, counts["idle"], 3, f"{target}-idle")
+    plan.append((IDLE_ROW, items, size, IDLE))
+    rows: dict[str, dict[str, Samples]] = {}
+    other: dict[str, float] = {}
+    try:
+        for row, items, size, idle in plan:
+            if target == "recovery-proxy" and "growing" not in row:
+                grow(clients[target], items[0][0], items[0][1])  # built turn by turn
+            rows[row], other[row] = run_rounds(clients, servers, items, idle)
+            body_sizes[row] = size
+            d, t = (percentiles(rows[row][n].times) for n in pair)
+            log(
+                f"{target} {row}: added p50 {t['p50'] - d['p50']:.2f} "
+                f"p99 {t['p99'] - d['p99']:.2f} ms (direct p50 {d['p50']:.2f})"
+            )
+    finally:
+        for client in clients.values():
+            client.close()
+    return rows, other
 
 
 # --------------------------------------------------------------------------- load
@@ -682,28 +738,39 @@ def git_state(tree: str) -> str:
     return f"work tree at {commit}, {changed}"
 
 
-def chart(path: str, seq: dict[str, dict[str, Any]], loads: dict[str, Load], labels: dict) -> None:
+def added(samples: dict[str, Samples], name: str, q: str = "p50") -> float:
+    """`name`'s latency minus the direct call's in the same rows, at percentile `q`, in ms."""
+    return percentiles(samples[name].times)[q] - percentiles(samples["direct"].times)[q]
+
+
+def chart(
+    path: str, pairs: dict[str, dict[str, dict[str, Samples]]], loads: dict[str, Load], labels: dict
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = list(seq)
-    colors = {"direct": "#9e9e9e", "recovery-proxy": "#1f77b4", "litellm": "#d62728"}
-    names = [n for n in TARGETS if n in loads]
+    rows = list(pairs["recovery-proxy"])
+    colors = {
+        "direct": "#9e9e9e",
+        "floor": "#bcbd22",
+        "recovery-proxy": "#1f77b4",
+        "litellm": "#d62728",
+    }
+    series = ["direct", *(n for n in ("floor", "recovery-proxy", "litellm") if n in pairs)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
-    width = 0.8 / len(names)
-    for k, name in enumerate(names):
+    width = 0.8 / len(series)
+    for k, name in enumerate(series):
         values, texts = [], []
         for row in rows:
-            stats = seq[row]
             if name == "direct":
-                value = stats["direct"]["p50"]
+                value = percentiles(pairs["recovery-proxy"][row]["direct"].times)["p50"]
             else:
-                value = stats[name]["p50"] - stats["direct"]["p50"]
+                value = added(pairs[name][row], name)
             values.append(max(value, 0.01))
             texts.append(fmt(value, 2 if value < 10 else 1))
-        xs = [i + (k - (len(names) - 1) / 2) * width for i in range(len(rows))]
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(rows))]
         label = "direct call (end-to-end p50)" if name == "direct" else f"{labels[name]} (added)"
         bars = left.bar(
             xs,
@@ -719,14 +786,15 @@ def chart(path: str, seq: dict[str, dict[str, Any]], loads: dict[str, Load], lab
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center",
                 va="bottom",
-                fontsize=8,
+                fontsize=7,
             )
     left.set_yscale("log")
     left.set_xticks(range(len(rows)), rows)
     left.set_xlabel("messages in the request (~10% failing tool results)")
     left.set_ylabel("ms, log scale")
-    left.set_title("Sequential latency added over a direct call, p50")
+    left.set_title("Sequential latency added over a direct call, p50, each server on its own")
     left.legend(fontsize=8, loc="upper left")
+    names = [n for n in TARGETS if n in loads]
     rps = [loads[n].rps for n in names]
     bars = right.bar([labels[n] for n in names], rps, color=[colors[n] for n in names])
     for bar, value in zip(bars, rps, strict=True):
@@ -763,9 +831,9 @@ def main() -> None:
 
     quick = args.quick
     counts = (
-        {10: 60, 100: 60, 1000: 30, "grow": 60}
+        {10: 60, 100: 60, 1000: 30, "grow": 60, "idle": 20}
         if quick
-        else {10: 500, 100: 500, 1000: 200, "grow": 500}
+        else {10: 500, 100: 500, 1000: 200, "grow": 500, "idle": 100}
     )
     warmup = 5 if quick else 30
     duration = args.duration or (3.0 if quick else 10.0)
@@ -793,15 +861,24 @@ def main() -> None:
             f"warning: the machine is busy ({idle_load:.0f}% of a core before start): noisy results"
         )
 
-    labels = {"direct": "direct", "recovery-proxy": "recovery-proxy", "litellm": "LiteLLM Proxy"}
+    labels = {
+        "direct": "direct",
+        "floor": "bare relay",
+        "recovery-proxy": "recovery-proxy",
+        "litellm": "LiteLLM Proxy",
+    }
     names = [n for n in TARGETS if n != "litellm" or litellm_bin]
-    seq: dict[str, dict[str, Any]] = {}
-    seq_raw: dict[str, dict[str, Samples]] = {}
-    seq_other: dict[str, float] = {}
+    pairs: dict[str, dict[str, dict[str, Samples]]] = {}
+    pair_other: dict[str, dict[str, float]] = {}
+    mixed: dict[str, dict[str, Samples]] = {}
     body_sizes: dict[str, int] = {}
     loads: dict[str, Load] = {}
     startup: dict[str, list[tuple[float, float]]] = {}
-    alone: dict[str, dict[str, Any]] = {}
+
+    def pair(target: str) -> None:
+        """1. direct / `target` interleaved, no other server taking requests."""
+        samples, other = pair_rows(target, servers, counts, warmup, body_sizes)
+        pairs[target], pair_other[target] = samples, other
 
     workdir = tempfile.mkdtemp(prefix="bench-compare-")
     try:
@@ -832,68 +909,36 @@ def main() -> None:
             with contextlib.ExitStack() as stack:
                 proxy = proxy_server(upstream, f"sqlite:{workdir}/sessions.db", workdir, tree)
                 stack.callback(proxy.stop)
-                proxy.start()
-                servers["recovery-proxy"] = proxy
+                servers["recovery-proxy"] = proxy.start()
                 proxy.wait_ready(60)
                 proxy.wait_idle()
+                pair("recovery-proxy")
 
-                # 0. recovery-proxy alone: the same rows before LiteLLM runs at all (a running
-                # LiteLLM slows everything on the machine, the direct call included)
-                pair = ["direct", "recovery-proxy"]
-                alone_clients = {
-                    n: Client(n, f"{servers[n].base}/v1/chat/completions") for n in pair
-                }
-                for client in alone_clients.values():
-                    stack.callback(client.close)
-                for n in SIZES:
-                    items, _ = steady_items(n, counts[n], warmup)
-                    items = [(body, f"alone-{n}", timed) for body, _, timed in items]
-                    grow(alone_clients["recovery-proxy"], items[0][0], items[0][1])
-                    samples, _ = run_rounds(alone_clients, servers, items)
-                    alone[str(n)] = {
-                        "direct": percentiles(samples["direct"].times),
-                        "proxy": percentiles(samples["recovery-proxy"].times),
-                        "self": statistics.median(samples["recovery-proxy"].overhead_ms),
-                    }
-                    a = alone[str(n)]
-                    log(
-                        f"alone {n}: added p50 {a['proxy']['p50'] - a['direct']['p50']:.2f} "
-                        f"p99 {a['proxy']['p99'] - a['direct']['p99']:.2f}"
-                    )
+                with running(floor_server(mock.base, workdir)) as floor:
+                    servers["floor"] = floor
+                    floor.wait_idle()
+                    pair("floor")
+                del servers["floor"]
 
                 litellm = litellm_server(litellm_bin, upstream, workdir) if litellm_bin else None
                 if litellm:
                     stack.callback(litellm.stop)
-                    litellm.start()
-                    servers["litellm"] = litellm
+                    servers["litellm"] = litellm.start()
                     litellm.wait_ready(180)
                     litellm.wait_idle()  # background start-up work must not land in a row
+                    pair("litellm")
                 urls = {n: f"{servers[n].base}/v1/chat/completions" for n in names}
                 clients = {n: Client(n, urls[n]) for n in names}
                 for client in clients.values():
                     stack.callback(client.close)
 
-                # 1. sequential latency
-                plan: list[tuple[str, list[tuple[bytes, str, bool]], int]] = []
-                for n in SIZES:
-                    items, size = steady_items(n, counts[n], warmup)
-                    plan.append((str(n), items, size))
-                items, size = growing_items(counts["grow"])
-                plan.append(("100 growing", items, size))
-                for row, items, size in plan:
-                    if row.isdigit():  # the proxy's session built turn by turn, as by an agent
+                # 1b. all three interleaved request by request
+                if litellm:
+                    for n in SIZES:
+                        items, _ = steady_items(n, counts[n], warmup, "mixed")
                         grow(clients["recovery-proxy"], items[0][0], items[0][1])
-                    timed = sum(1 for item in items if item[2])
-                    log(f"sequential {row}: {timed} requests per target, {size / 1024:.0f} KiB")
-                    samples, seq_other[row] = run_rounds(clients, servers, items)
-                    seq_raw[row] = samples
-                    seq[row] = {name: percentiles(samples[name].times) for name in names}
-                    body_sizes[row] = size
-                    line = ", ".join(
-                        f"{name} p50 {seq[row][name]['p50']:.2f} p99 {seq[row][name]['p99']:.2f}"
-                        for name in names
-                    )
-                    log(f"  {line}")
+                        log(f"interleaved {n}: direct / recovery-proxy / LiteLLM")
+                        mixed[str(n)], _ = run_rounds(clients, servers, items)
 
                 # 2. throughput
                 body = steady_body(100)
@@ -933,10 +978,9 @@ def main() -> None:
         tree=tree,
         names=names,
         labels=labels,
-        seq=seq,
-        seq_raw=seq_raw,
-        seq_other=seq_other,
-        alone=alone,
+        pairs=pairs,
+        pair_other=pair_other,
+        mixed=mixed,
         body_sizes=body_sizes,
         loads=loads,
         startup=startup,
@@ -948,7 +992,7 @@ def main() -> None:
     )
     with open(prefix + ".md", "w") as f:
         f.write(report)
-    chart(prefix + ".png", seq, loads, labels)
+    chart(prefix + ".png", pairs, loads, labels)
     print(report)
     log(f"wrote {prefix}.md and {prefix}.png")
     if "**Noisy run**" in report:
@@ -956,7 +1000,7 @@ def main() -> None:
 
 
 def render(**k: Any) -> str:
-    names, labels, seq, raw = k["names"], k["labels"], k["seq"], k["seq_raw"]
+    names, labels, pairs = k["names"], k["labels"], k["pairs"]
     has_ll = "litellm" in names
     info = k["info"]
     out: list[str] = []
@@ -1000,7 +1044,12 @@ def render(**k: Any) -> str:
         f"- Run time {k['wall'] / 60:.1f} min; other processes on the machine used "
         f"{k['other_cpu']:.0f}% of one core on average meanwhile (from /proc/stat)"
     )
-    noisy = [row for row, pct in k["seq_other"].items() if pct > 20]
+    noisy = [
+        f"{labels[target]} {row}"
+        for target, rows in k["pair_other"].items()
+        for row, pct in rows.items()
+        if pct > 20
+    ]
     noisy += [name for name, load in k["loads"].items() if load.cpu["other"] > 20]
     if noisy:
         add(
@@ -1011,34 +1060,50 @@ def render(**k: Any) -> str:
     add("## 1. Sequential latency (ms)")
     add("")
     add(
-        "Requests interleaved direct / recovery-proxy / LiteLLM, order rotated each round, so all "
-        "see the same machine state (a 5 ms pause after each LiteLLM request lets its after-answer "
-        "work finish first); same body every request per size (steady state: the proxy's session "
+        "Each server is measured on its own: requests alternate direct / that server, one at a "
+        "time, while no other server takes requests (recovery-proxy first, then the bare relay, "
+        "then LiteLLM), so each *added* figure is that server minus the direct call under the "
+        "same machine state. Same body every request per size (steady state: the proxy's session "
         "was built turn by turn beforehand, as an agent builds it, so every failure's block is "
-        "re-applied byte for byte). Bodies are `bench.common.conversation`"
-        " agent transcripts with every 10th tool result failing (10 messages hold only 4 results:"
-        " the 4th fails). *100 growing*: sessions of 80 messages, "
-        f"each request adds one new tool call + result (every third failing), {GROW_TURNS} "
-        "requests per session (82 to 120 messages), so the store writes on every request. "
-        "*added* = target minus direct at the same percentile."
+        "re-applied byte for byte). Bodies are `bench.common.conversation` agent transcripts "
+        "with every 10th tool result failing (10 messages hold only 4 results: the 4th fails). "
+        "*100 growing*: sessions of 80 messages, each request adds one new tool call + result "
+        f"(every third failing), {GROW_TURNS} requests per session (82 to 120 messages), so the "
+        f"store writes on every request. *{IDLE_ROW}*: the 100-message body with the machine "
+        f"left idle for {IDLE * 1000:.0f} ms before every request, as between an agent's turns "
+        "(sleeping CPUs and cold caches: every path slows, the direct call too). *Bare relay*: "
+        "`bench.floor_relay`, raw ASGI + the same aiohttp pool forwarding bytes unchanged, the "
+        "floor for any proxy built from these parts. A 5 ms pause after each LiteLLM request "
+        "lets its after-answer work finish before the next request is timed."
     )
     add("")
-    head = "| messages | body KiB | n | direct p50 / p99 | recovery-proxy added p50 / p99 |"
-    sep = "|---|---:|---:|---:|---:|"
+    has_floor = "floor" in pairs
+    head = "| messages | body KiB | n | direct p50 / p99 |"
+    sep = "|---|---:|---:|---:|"
+    if has_floor:
+        head += " bare relay added p50 / p99 |"
+        sep += "---:|"
+    head += " recovery-proxy added p50 / p99 |"
+    sep += "---:|"
     if has_ll:
-        head += " LiteLLM added p50 / p99 | LiteLLM ÷ proxy (added) p50 / p99 |"
+        head += " LiteLLM added p50 / p99 | LiteLLM ÷ recovery-proxy (added) p50 / p99 |"
         sep += "---:|---:|"
     add(head)
     add(sep)
-    for row, stats in seq.items():
-        d = stats["direct"]
-        p = {q: stats["recovery-proxy"][q] - d[q] for q in ("p50", "p99")}
+    ours = pairs["recovery-proxy"]
+    for row, samples in ours.items():
+        d = percentiles(samples["direct"].times)
+        p = {q: added(samples, "recovery-proxy", q) for q in ("p50", "p99")}
         line = (
-            f"| {row} | {k['body_sizes'][row] / 1024:.0f} | {len(raw[row]['direct'].times)} | "
-            f"{fmt(d['p50'])} / {fmt(d['p99'])} | **{fmt(p['p50'])}** / {fmt(p['p99'])} |"
+            f"| {row} | {k['body_sizes'][row] / 1024:.0f} | {len(samples['direct'].times)} | "
+            f"{fmt(d['p50'])} / {fmt(d['p99'])} |"
         )
+        if has_floor:
+            f = pairs["floor"][row]
+            line += f" {fmt(added(f, 'floor'))} / {fmt(added(f, 'floor', 'p99'))} |"
+        line += f" **{fmt(p['p50'])}** / {fmt(p['p99'])} |"
         if has_ll:
-            ll = {q: stats["litellm"][q] - d[q] for q in ("p50", "p99")}
+            ll = {q: added(pairs["litellm"][row], "litellm", q) for q in ("p50", "p99")}
             ratio = [f"{ll[q] / p[q]:.0f}x" if p[q] > 0 else "n/a" for q in ("p50", "p99")]
             line += f" **{fmt(ll['p50'], 1)}** / {fmt(ll['p99'], 1)} | {ratio[0]} / {ratio[1]} |"
         add(line)
@@ -1047,14 +1112,14 @@ def render(**k: Any) -> str:
         "End to end, and where the time goes: *proxy self* is the proxy's own "
         "`x-recovery-proxy-overhead-ms` header (request in to forward out), *CPU/req* the server "
         "process's CPU time per request over the whole row (warm-up included), in ms; *other "
-        "processes' CPU*: what the rest of the machine used meanwhile, % of one core."
+        "processes' CPU*: what the rest of the machine used meanwhile, % of one core (the "
+        "highest of the phases)."
     )
     add("")
     head = (
-        "| messages | direct p50 / p99 | recovery-proxy p50 / p99 | proxy self p50 "
-        "| proxy CPU/req | blocks injected |"
+        "| messages | recovery-proxy p50 / p99 | proxy self p50 | proxy CPU/req | blocks injected |"
     )
-    sep = "|---|---:|---:|---:|---:|---:|"
+    sep = "|---|---:|---:|---:|---:|"
     if has_ll:
         head += " LiteLLM p50 / p99 | LiteLLM CPU/req |"
         sep += "---:|---:|"
@@ -1062,41 +1127,46 @@ def render(**k: Any) -> str:
     sep += "---:|"
     add(head)
     add(sep)
-    for row, stats in seq.items():
-        s = raw[row]["recovery-proxy"]
+    for row, samples in ours.items():
+        s = samples["recovery-proxy"]
+        total = percentiles(s.times)
         self_p50 = statistics.median(s.overhead_ms) if s.overhead_ms else None
         injected = str(s.injected[-1]) if s.injected else "-"
         cpu = 1000 * s.cpu_s / s.requests if s.requests else None
         line = (
-            f"| {row} | {fmt(stats['direct']['p50'])} / {fmt(stats['direct']['p99'])} | "
-            f"{fmt(stats['recovery-proxy']['p50'])} / {fmt(stats['recovery-proxy']['p99'])} | "
+            f"| {row} | {fmt(total['p50'])} / {fmt(total['p99'])} | "
             f"{fmt(self_p50)} | {fmt(cpu, 1)} | {injected} |"
         )
         if has_ll:
-            s = raw[row]["litellm"]
+            s = pairs["litellm"][row]["litellm"]
+            total = percentiles(s.times)
             cpu = 1000 * s.cpu_s / s.requests if s.requests else None
-            line += (
-                f" {fmt(stats['litellm']['p50'], 1)} / {fmt(stats['litellm']['p99'], 1)} | "
-                f"{fmt(cpu, 1)} |"
-            )
-        line += f" {k['seq_other'][row]:.0f}% |"
+            line += f" {fmt(total['p50'], 1)} / {fmt(total['p99'], 1)} | {fmt(cpu, 1)} |"
+        other = max(rows[row] for rows in k["pair_other"].values())
+        line += f" {other:.0f}% |"
         add(line)
-    if k["alone"]:
+    if k["mixed"]:
         add("")
         add(
-            "**recovery-proxy alone**: the same bodies and client, direct / recovery-proxy "
-            "interleaved, measured before LiteLLM was started (a running LiteLLM Proxy slows "
-            "everything on a 2-core machine, the direct call included):"
+            "**All three interleaved** request by request (direct / recovery-proxy / LiteLLM, "
+            "order rotated each round): each request runs right after another server's, with "
+            "the caches that server just filled, so every path is slower than on its own, the "
+            "direct call included:"
         )
         add("")
-        add("| messages | direct p50 / p99 | recovery-proxy added p50 / p99 | proxy self p50 |")
-        add("|---|---:|---:|---:|")
-        for row, a in k["alone"].items():
-            d, p = a["direct"], a["proxy"]
+        add(
+            "| messages | direct p50 / p99 | recovery-proxy added p50 / p99 "
+            "| LiteLLM added p50 / p99 | LiteLLM ÷ recovery-proxy p50 |"
+        )
+        add("|---|---:|---:|---:|---:|")
+        for row, samples in k["mixed"].items():
+            d = percentiles(samples["direct"].times)
+            p = {q: added(samples, "recovery-proxy", q) for q in ("p50", "p99")}
+            ll = {q: added(samples, "litellm", q) for q in ("p50", "p99")}
+            ratio = f"{ll['p50'] / p['p50']:.0f}x" if p["p50"] > 0 else "n/a"
             add(
-                f"| {row} | {fmt(d['p50'])} / {fmt(d['p99'])} | "
-                f"**{fmt(p['p50'] - d['p50'])}** / {fmt(p['p99'] - d['p99'])} | "
-                f"{fmt(a['self'])} |"
+                f"| {row} | {fmt(d['p50'])} / {fmt(d['p99'])} | {fmt(p['p50'])} / "
+                f"{fmt(p['p99'])} | {fmt(ll['p50'], 1)} / {fmt(ll['p99'], 1)} | {ratio} |"
             )
     add("")
     add(
