@@ -999,6 +999,74 @@ def main() -> None:
         log("warning: other processes competed for the CPU during the run; see results")
 
 
+SUMMARY_START = "<!-- bench.compare summary: start -->"
+SUMMARY_END = "<!-- bench.compare summary: end -->"
+
+
+def summary(k: dict[str, Any]) -> list[str]:
+    """The headline table and figures, between markers: the README carries this block
+    verbatim (tests/test_readme.py checks it against bench/results.md)."""
+    pairs, loads, labels = k["pairs"], k["loads"], k["labels"]
+    rows = list(pairs["recovery-proxy"])
+    has_ll = "litellm" in pairs
+
+    def cells(fn: Any) -> str:
+        return " | ".join(fn(row) for row in rows)
+
+    def p50_p99(name: str) -> Any:
+        def cell(row: str) -> str:
+            samples = pairs[name][row]
+            ms = [added(samples, name, q) for q in ("p50", "p99")]
+            digits = 2 if ms[0] < 10 else 1
+            return f"{fmt(ms[0], digits)} / {fmt(ms[1], digits)}"
+
+        return cell
+
+    out = [SUMMARY_START, ""]
+    out.append("| ms | " + " | ".join(rows) + " |")
+    out.append("|---|" + "---:|" * len(rows))
+    direct = cells(lambda r: fmt(percentiles(pairs["recovery-proxy"][r]["direct"].times)["p50"]))
+    out.append(f"| direct call, p50 | {direct} |")
+    if "floor" in pairs:
+        out.append(
+            f"| bare relay (the stack's floor), added p50 / p99 | {cells(p50_p99('floor'))} |"
+        )
+    ours = cells(lambda r: f"**{p50_p99('recovery-proxy')(r)}**")
+    out.append(f"| **recovery-proxy**, added p50 / p99 | {ours} |")
+    if has_ll:
+        out.append(f"| LiteLLM Proxy, added p50 / p99 | {cells(p50_p99('litellm'))} |")
+
+        def ratio(row: str) -> str:
+            ll, us = (added(pairs[n][row], n) for n in ("litellm", "recovery-proxy"))
+            return f"{ll / us:.0f}x" if us > 0 else "n/a"
+
+        out.append(f"| LiteLLM ÷ recovery-proxy, p50 | {cells(ratio)} |")
+    out.append("")
+    if k["mixed"]:
+        mixed = []
+        for row, samples in k["mixed"].items():
+            us, ll = added(samples, "recovery-proxy"), added(samples, "litellm")
+            mixed.append(f"{row}: {us:.2f} vs {ll:.1f} ms ({ll / us:.0f}x)")
+        out.append(
+            "All three interleaved request by request instead (each request after another "
+            "server's, caches cold), recovery-proxy vs LiteLLM added p50: " + "; ".join(mixed) + "."
+        )
+    tp = [
+        f"{labels[n]} **{loads[n].rps:,.0f} req/s** (p99 {loads[n].p99_ms:,.0f} ms)"
+        for n in ("recovery-proxy", "litellm")
+        if n in loads
+    ]
+    line = f"Throughput, {CONNECTIONS} keep-alive connections, 100-message bodies: " + ", ".join(tp)
+    if has_ll and loads["litellm"].rps:
+        line += f": {loads['recovery-proxy'].rps / loads['litellm'].rps:.1f}x"
+    ready = [
+        f"{labels[n]} {statistics.median(r for r, _ in v):.2f} s" for n, v in k["startup"].items()
+    ]
+    out.append(line + ". Ready (first 200 on the health endpoint): " + ", ".join(ready) + ".")
+    out += ["", SUMMARY_END]
+    return out
+
+
 def render(**k: Any) -> str:
     names, labels, pairs = k["names"], k["labels"], k["pairs"]
     has_ll = "litellm" in names
@@ -1056,6 +1124,10 @@ def render(**k: Any) -> str:
             f"- **Noisy run**: other processes used over 20% of a core during {', '.join(noisy)}"
             " (see the *other processes* columns); rerun on a quiet machine before citing"
         )
+    add("")
+    add("## Summary")
+    add("")
+    out += summary(k)
     add("")
     add("## 1. Sequential latency (ms)")
     add("")

@@ -23,3 +23,16 @@ async def test_readme_example_is_the_real_output(client) -> None:
     await agent.call("edit_file", {"path": "src/config.ts", "old": "3000", "new": "8080"}, ENOENT)
     await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
     assert agent.last_tool_text == readme_example()
+
+
+def test_readme_benchmark_summary_is_the_measured_one() -> None:
+    """The README's headline figures are bench.compare's summary block, copied verbatim from
+    the bench/results.md the last full run wrote (rerun `python -m bench.compare`, paste)."""
+    results = (README.parent / "bench" / "results.md").read_text(encoding="utf-8")
+    match = re.search(
+        r"<!-- bench.compare summary: start -->.*?<!-- bench.compare summary: end -->",
+        results,
+        re.S,
+    )
+    assert match, "bench/results.md has no summary block: rerun python -m bench.compare"
+    assert match.group(0) in README.read_text(encoding="utf-8")
