@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 
 from proxy import tokens
-from proxy.app import _default_rewriter
 from proxy.config import Settings
 from proxy.hook import ChatRequest
 from proxy.metrics import Metrics
+from proxy.pipeline import open_pipeline
 from proxy.wire import DEFAULT
 
 HEADERS = {"authorization": "Bearer sk-bench"}
@@ -68,7 +68,7 @@ async def measure(build: Callable[[], list[dict[str, Any]]], runs: int) -> tuple
     body = orjson.dumps({"model": "gpt-4.1", "messages": base + build()})
     times = []
     async with AsyncExitStack() as stack:
-        rewriter = await _default_rewriter(settings, Metrics(), stack)
+        rewriter = await open_pipeline(settings, Metrics(), stack)
         for run in range(runs):
             headers = {**HEADERS, "x-session-id": f"cost-{time.monotonic_ns()}-{run}"}
             start = time.perf_counter()

@@ -18,16 +18,16 @@ from contextlib import AsyncExitStack
 import orjson
 
 from bench.common import conversation, percentiles
-from proxy.app import _default_rewriter
 from proxy.config import Settings
 from proxy.hook import ChatRequest
 from proxy.metrics import Metrics
+from proxy.pipeline import open_pipeline
 
 
 async def run(messages: int, rounds: int) -> None:
     settings = Settings(upstream="http://127.0.0.1:9/v1", hot_reload=False)
     async with AsyncExitStack() as stack:
-        rewriter = await _default_rewriter(settings, Metrics(), stack)
+        rewriter = await open_pipeline(settings, Metrics(), stack)
         history = conversation(messages, failures_every=9)
         headers = {"authorization": "Bearer sk-bench", "x-session-id": "bench-incremental"}
         body = orjson.dumps({"model": "gpt-4.1", "messages": history})

@@ -159,14 +159,14 @@ def rss_mb() -> float:
 async def template_state(records: int) -> bytes:
     """The JSON state the real pipeline keeps for a session with `records` failures (and
     twice as many successful tool results)."""
-    from proxy.app import _default_rewriter
     from proxy.config import Settings
     from proxy.hook import ChatRequest
     from proxy.metrics import Metrics
+    from proxy.pipeline import open_pipeline
 
     settings = Settings(upstream="http://127.0.0.1:9/v1", hot_reload=False, store="memory")
     async with AsyncExitStack() as stack:
-        rewriter = await _default_rewriter(settings, Metrics(), stack)
+        rewriter = await open_pipeline(settings, Metrics(), stack)
         headers = {"authorization": "Bearer sk-bench", "x-session-id": "template"}
         for i in range(1, 3 * records + 1):  # one request per turn, as an agent sends them
             body = orjson.dumps({"model": "gpt-4o-mini", "messages": conversation(2 + 2 * i, 3)})

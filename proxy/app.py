@@ -15,8 +15,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import orjson
-from fastapi import FastAPI
-from starlette.responses import JSONResponse, Response
 
 from proxy import litellm_route, session_path
 from proxy.asgi import (
@@ -26,17 +24,22 @@ from proxy.asgi import (
     Scope,
     Send,
     decode_body,
+    escapes,
+    has_credential,
+    length_and_encoding,
     read_body,
     send_error,
     stream_body,
     until_disconnect,
 )
 from proxy.config import Settings
+from proxy.control import control_app
 from proxy.forward import HeaderError, Upstream, new_session, upstream_headers
 from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from proxy.logs import log_request
 from proxy.metrics import Metrics
 from proxy.models import load_models
+from proxy.pipeline import open_pipeline
 from proxy.wire import FORMATS, WireFormat, for_passthrough
 from proxy.wire.base import exact_paths_only
 
@@ -51,7 +54,7 @@ class RecoveryProxy:
     def __init__(self, settings: Settings, rewriter_factory: RewriterFactory | None = None):
         self.settings = settings
         self.metrics = Metrics()
-        self.rewriter_factory = rewriter_factory or _default_rewriter
+        self.rewriter_factory = rewriter_factory or open_pipeline
         self.rewriter: Rewriter | None = None
         self.upstream: Upstream | None = None
         self.ready = False
@@ -62,7 +65,7 @@ class RecoveryProxy:
         self.roots = ("/v1/", *other)
         names = [wire.name for wire in FORMATS] + ["passthrough"]
         self._requests = {name: self.metrics.requests.labels(name) for name in names}
-        self.control = _control_app(self)
+        self.control = control_app(self)
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -94,7 +97,7 @@ class RecoveryProxy:
             if wire is None and self.matched and scope["method"] == "POST":
                 wire = next((w for w in self.matched if w.path_match(path)), None)
             proxied = wire is not None or path.startswith(self.roots)
-            if proxied and self.settings.require_credential and not _has_credential(scope):
+            if proxied and self.settings.require_credential and not has_credential(scope):
                 await self._unauthenticated(scope, send)  # health and metrics stay open
                 return
             if wire is not None and scope["method"] == "POST":
@@ -132,7 +135,7 @@ class RecoveryProxy:
         self._requests[wire.name].inc()
         limit = self.settings.max_body_bytes
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        declared, encoding = _length_and_encoding(raw_headers)
+        declared, encoding = length_and_encoding(raw_headers)
         errors = wire.error_body
         try:
             body = await read_body(receive, limit, declared)
@@ -216,7 +219,7 @@ class RecoveryProxy:
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         names = {k.decode("latin-1"): "" for k, _ in raw_headers}
         wire = for_passthrough(scope["path"], names)
-        if _escapes(scope["path"]):
+        if escapes(scope["path"]):
             message = "The request path leaves the API's base path ('..' or '.' segments)."
             await send_error(send, 400, wire.error_body(400, message, "invalid_path"))
             return
@@ -305,90 +308,9 @@ class RecoveryProxy:
             return UNCHANGED
 
 
-def _length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, str | None]:
-    declared: int | None = None
-    encoding: str | None = None
-    for name, value in headers:
-        if name == b"content-length" and value.isdigit():
-            declared = int(value)
-        elif name == b"content-encoding":
-            encoding = value.decode("latin-1").strip().lower() or None
-    return declared, encoding
-
-
-CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
-
-
-def _has_credential(scope: Scope) -> bool:
-    """Whether the caller sent a non-empty credential header (or Gemini's `key=` parameter)."""
-    if any(k in CREDENTIALS and v.strip() for k, v in scope["headers"]):
-        return True
-    query: bytes = scope.get("query_string", b"")
-    return query.startswith(b"key=") or b"&key=" in query
-
-
-def _escapes(path: str) -> bool:
-    """True for a (decoded) path with `.`/`..` segments or a NUL: it could leave the base."""
-    if "\x00" in path:
-        return True
-    if "." not in path:
-        return False
-    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
-
-
-def _control_app(proxy: RecoveryProxy) -> FastAPI:
-    """Health, metrics and (with an admin token) /admin; owns the lifespan the server runs."""
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with proxy.lifespan():
-            yield
-
-    app = FastAPI(title="recovery-proxy", lifespan=lifespan, docs_url=None, redoc_url=None)
-
-    @app.get("/healthz")
-    async def healthz() -> Response:
-        if not proxy.ready:
-            return JSONResponse({"status": "starting"}, status_code=503)
-        return JSONResponse({"status": "ok"})
-
-    @app.get("/metrics")
-    async def metrics_endpoint() -> Response:
-        return Response(proxy.metrics.render(), media_type="text/plain; version=0.0.4")
-
-    if proxy.settings.admin_token:  # otherwise /admin is a local 404 like any unknown path
-        from proxy import admin
-
-        app.include_router(admin.router(proxy, proxy.settings.admin_token))
-    return app
-
-
 def create_app(
     settings: Settings, rewriter_factory: RewriterFactory | None = None
 ) -> RecoveryProxy:
     """Build the proxy. `rewriter_factory` builds the rewrite hook inside the lifespan;
     by default it is the recovery pipeline."""
     return RecoveryProxy(settings, rewriter_factory)
-
-
-async def _default_rewriter(
-    settings: Settings, metrics: Metrics, stack: AsyncExitStack
-) -> Rewriter:
-    """The recovery pipeline: rules (hot reloaded), session store, webhook client."""
-    import httpx
-
-    from proxy import tokens
-    from proxy.pipeline import RecoveryPipeline
-    from proxy.rules_watch import RulesHolder
-    from proxy.store import open_store
-
-    rules = RulesHolder(settings.rules, metrics, settings.extra_rules)
-    if settings.hot_reload:
-        rules.start()
-        stack.push_async_callback(rules.stop)
-    store = await open_store(settings)
-    stack.push_async_callback(store.close)
-    client = httpx.AsyncClient(timeout=5.0, trust_env=False)
-    stack.push_async_callback(client.aclose)
-    tokens.warm_up_in_background()
-    return RecoveryPipeline(settings, rules, store, metrics, client)

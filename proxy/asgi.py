@@ -105,3 +105,35 @@ async def until_disconnect(
         pass
     flag[0] = True
     task.cancel()
+
+
+def length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None, str | None]:
+    """The declared `content-length` and `content-encoding` of a request's raw headers."""
+    declared: int | None = None
+    encoding: str | None = None
+    for name, value in headers:
+        if name == b"content-length" and value.isdigit():
+            declared = int(value)
+        elif name == b"content-encoding":
+            encoding = value.decode("latin-1").strip().lower() or None
+    return declared, encoding
+
+
+CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
+
+
+def has_credential(scope: Scope) -> bool:
+    """Whether the caller sent a non-empty credential header (or Gemini's `key=` parameter)."""
+    if any(k in CREDENTIALS and v.strip() for k, v in scope["headers"]):
+        return True
+    query: bytes = scope.get("query_string", b"")
+    return query.startswith(b"key=") or b"&key=" in query
+
+
+def escapes(path: str) -> bool:
+    """True for a (decoded) path with `.`/`..` segments or a NUL: it could leave the base."""
+    if "\x00" in path:
+        return True
+    if "." not in path:
+        return False
+    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
@@ -25,7 +26,7 @@ from proxy.metrics import Metrics
 from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
 from proxy.session import FINGERPRINT, scoped, session_id, tenant_of
-from proxy.store import Store
+from proxy.store import Store, open_store
 
 log = logging.getLogger("recovery_proxy")
 
@@ -195,3 +196,20 @@ def serialise(payload: dict[str, Any]) -> bytes:
 
 def tokens_for(model: str) -> Any:
     return lambda text: tokens.count(text, model)
+
+
+async def open_pipeline(
+    settings: Settings, metrics: Metrics, stack: AsyncExitStack
+) -> RecoveryPipeline:
+    """The recovery pipeline with its rules (hot reloaded), session store and webhook client,
+    each closed by `stack`: the app's default rewriter."""
+    rules = RulesHolder(settings.rules, metrics, settings.extra_rules)
+    if settings.hot_reload:
+        rules.start()
+        stack.push_async_callback(rules.stop)
+    store = await open_store(settings)
+    stack.push_async_callback(store.close)
+    client = httpx.AsyncClient(timeout=5.0, trust_env=False)
+    stack.push_async_callback(client.aclose)
+    tokens.warm_up_in_background()
+    return RecoveryPipeline(settings, rules, store, metrics, client)

@@ -83,10 +83,10 @@ class CountingRewriter:
 
 def counting_factory(tally: Tally) -> Callable[..., Any]:
     """A rewriter factory for `create_app`: the default pipeline inside a `CountingRewriter`."""
-    from proxy.app import _default_rewriter
+    from proxy.pipeline import open_pipeline
 
     async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
-        inner = await _default_rewriter(settings, metrics, stack)
+        inner = await open_pipeline(settings, metrics, stack)
         tally.store = getattr(inner, "store", None)
         tally.loop = asyncio.get_running_loop()
         tally.metrics = metrics
