@@ -1,17 +1,14 @@
 """Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
-sessions list | sessions purge | report`."""
+sessions list | sessions purge | report`. The parser, its help text and the dispatch to each
+command's own module (`proxy.serve`, `proxy.run`, `proxy.demo`, ...)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from proxy.config import Settings
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -140,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     if args.command == "serve":
+        from proxy.serve import serve
+
         return serve(args)
     if args.command == "demo":
         from proxy.demo import run_demo
@@ -239,113 +238,6 @@ def _shown_default(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = None) -> Settings:
-    """Settings for `serve` and `run`: flags over environment over `fallbacks` over defaults.
-    The store falls back to the sqlite file in the user's state directory (the library
-    default, used by tests and embedders, stays `memory`); `run` passes its own fallbacks."""
-    from proxy.config import Settings
-    from proxy.sessions_cli import DEFAULT_SERVE_STORE
-
-    fallbacks = {"store": DEFAULT_SERVE_STORE, **(fallbacks or {})}
-    in_env = {name.upper() for name, value in os.environ.items() if value}
-    values = {
-        key: value
-        for key, value in fallbacks.items()
-        if f"RECOVERY_PROXY_{key.upper()}" not in in_env
-    }
-    values.update(
-        {
-            key: value
-            for key in (
-                "host",
-                "port",
-                "upstream",
-                "anthropic_upstream",
-                "gemini_upstream",
-                "rules",
-                "extra_rules",
-                "models",
-                "store",
-                "log_level",
-            )
-            if (value := getattr(args, key, None)) is not None
-        }
-    )
-    return Settings(**values)
-
-
-class StartupError(Exception):
-    """A problem that stops `serve` or `run` before they start, as one line for the user."""
-
-
-def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
-    """The app `serve` and `run` start: logging configured, then everything that can be
-    wrong checked once, each problem a `StartupError` naming its file, path or field rather
-    than a traceback from inside the server's lifespan."""
-    from proxy.app import create_app
-    from proxy.logs import configure
-    from proxy.rules import RulesError, load_rules
-    from proxy.store import StoreUnavailable, check_spec, open_store
-
-    configure(settings.log_level, settings.log_format, settings.log_bodies)
-    try:
-        if check_spec(settings.store) == "sqlite":  # a bad path
-            asyncio.run(_open_and_close(open_store(settings)))
-        load_rules(settings.rules, settings.extra_rules)
-        return create_app(settings, rewriter_factory)  # a bad --models file
-    except RulesError as exc:
-        where = settings.rules or "bundled rules"
-        extra = f" + {settings.extra_rules}" if settings.extra_rules else ""
-        raise StartupError(f"rules invalid ({where}{extra}): {exc}") from None
-    except (ValueError, StoreUnavailable) as exc:
-        raise StartupError(str(exc)) from None
-
-
-def serve(args: argparse.Namespace) -> int:
-    """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
-    import uvicorn
-    from pydantic import ValidationError
-
-    from proxy.servers import SERVER_OPTIONS
-
-    try:
-        settings = serve_settings(args)
-        app = start_app(settings)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
-    except StartupError as exc:
-        print(f"recovery-proxy: {exc}", file=sys.stderr)
-        return 2
-    _tune_gc()
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=None,  # uvicorn's own lines go through the handler `configure` set up
-        **SERVER_OPTIONS,
-    )
-    return 0
-
-
-def _tune_gc() -> None:
-    """Request bodies are large acyclic JSON trees freed by reference counting; with the
-    default thresholds the cyclic collector walks every live object every few requests
-    (measured: ~7% of the CPU per request and most of the p99 at 32 connections). Objects
-    alive at start-up are frozen out of its sweeps; young collections run less often."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
-
-
-async def _open_and_close(opening: Any) -> None:
-    store = await opening
-    await store.close()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from pydantic import ValidationError
 from proxy import session_path
 from proxy.config import Settings
 from proxy.run_summary import Summary, Tally, counting_factory, summarise
+from proxy.serve import StartupError, serve_settings, start_app
 from proxy.servers import SERVER_OPTIONS
 
 log = logging.getLogger("recovery_proxy")
@@ -66,8 +67,6 @@ STOP_TIMEOUT = 15.0
 def run_settings(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
     """Flags over `RECOVERY_PROXY_*` over the caller's own base URLs over the defaults; the
     store falls back to memory."""
-    from proxy.cli import serve_settings
-
     fallbacks: dict[str, Any] = {"store": "memory", "log_level": "warning"}
     openai = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")
     if openai:
@@ -239,8 +238,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     environ = dict(os.environ)
     tally = Tally()
-    from proxy.cli import StartupError, start_app
-
     try:
         settings = run_settings(args, environ)
         app = start_app(settings, counting_factory(tally))

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from proxy.app import create_app
-from proxy.demo import COMPACTED
+from proxy.demo_scenario import COMPACTED
 from proxy.servers import BackgroundServer
 from proxy.session import tenant_of
 from tests.agent import ScriptedAgent

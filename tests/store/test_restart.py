@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.demo import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
+from proxy.demo_scenario import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
 from proxy.mock_model.script import pick
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from redis.exceptions import RedisError
 
-from proxy.cli import build_parser, main, serve_settings
+from proxy.cli import build_parser, main
 from proxy.config import Settings
 from proxy.core.state import FailureRecord, SessionState
+from proxy.serve import serve_settings
 from proxy.store import MemoryStore, RedisStore, SqliteStore, Store, StoreUnavailable, open_store
 from tests.store.conftest import ROOT, clean_env
 
