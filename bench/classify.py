@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from proxy.core.classify import classify
-from proxy.rules import load_rules
+from proxy.rules_load import load_rules
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "tool_results.yaml"
 

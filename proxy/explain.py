@@ -19,7 +19,8 @@ from proxy.core.classify import classify, target_of
 from proxy.core.plan import Budget
 from proxy.core.state import SessionState
 from proxy.core.tracker import observe
-from proxy.rules import Rules, RulesError, load_rules
+from proxy.rules import Rules, RulesError
+from proxy.rules_load import load_rules
 from proxy.wire import FORMATS, WireFormat
 
 

@@ -6,7 +6,7 @@ are tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Eac
 
 - `failure_rate`: failures / tool results
 - `repeat_failure_rate`: repeat failures / failures (a failure on the same target with the
-  same category as an earlier one, `tracker.same_failure`)
+  same category as an earlier one, `notices.same_failure`)
 - `loop_notice_rate`: repeat and loop notices fired (or, in control, that would have fired)
   per tool result
 - `mean_streak`: mean length of its consecutive-failure streaks. A streak still open when

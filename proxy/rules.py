@@ -1,43 +1,20 @@
-"""Rule files: pydantic schema, loading and merging, compiled RE2 matchers.
-
-Every `*.yaml` file in the rules directory is a `RuleFile`; files are merged in name order
-(lists concatenate, mappings merge key by key, later files win). Patterns are compiled once
-with RE2 (linear time, safe on untrusted text). Any problem is a `RulesError` naming the file,
-the rule id and what is wrong; a bad file is never half-applied.
+"""The active rule set, compiled: `Rules` and its parts (`Category`, `Matcher`, `PatternSet`),
+every pattern compiled once with RE2 (linear time, safe on untrusted text). Immutable: it is
+built from rule files by proxy/rules_load.py, and a reload builds a new one. A problem is a
+`RulesError` naming the file, the rule id and what is wrong.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import re2
-import yaml
-from pydantic import BaseModel, ValidationError
 
-from proxy.rules_schema import (
-    TEMPLATE_NAMES,
-    Escalation,
-    PatternRule,
-    Placement,
-    RuleFile,
-    Scan,
-    Sessions,
-    Targets,
-    Thresholds,
-    template_problem,
-    threshold_problems,
-)
+from proxy.rules_schema import Escalation, Placement, RuleFile, Scan, Sessions, Targets, Thresholds
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
-# libyaml's safe loader when PyYAML has it: the same documents, a tenth of the time (the
-# bundled rules: 66 -> 7 ms), paid at start-up, by `rules check` and on every hot reload.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
 # RE2::Set has no fallback when its DFA runs out of memory (it reports no match). Texts are
@@ -127,7 +104,7 @@ class Rules:
     cleared: tuple[str, ...]
     sessions: Sessions
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
-    # The same patterns as one-pass sets (proxy/core/classify.py); built by `build`.
+    # The same patterns as one-pass sets (proxy/core/classify.py); built by `rules_load.build`.
     unwrap_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     not_error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
@@ -164,185 +141,3 @@ def compile_pattern(pattern: str, where: str) -> Any:
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise RulesError(f"{where}: invalid RE2 pattern {pattern!r}: {detail}") from None
-
-
-def default_rules_dir() -> Path:
-    """The rules bundled with the package (the repository's top-level `rules/`)."""
-    spec = importlib.util.find_spec("recovery_proxy_rules")
-    if spec is None or not spec.submodule_search_locations:
-        raise RulesError("bundled rules (recovery_proxy_rules) are not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def read_files(directory: Path) -> dict[str, RuleFile]:
-    """Parse and validate every `*.yaml` file of a rules directory."""
-    if not directory.is_dir():
-        raise RulesError(f"{directory}: rules directory does not exist")
-    paths = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
-    if not paths:
-        raise RulesError(f"{directory}: no *.yaml rule files")
-    files: dict[str, RuleFile] = {}
-    for path in paths:
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise RulesError(f"{path.name}: cannot read YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise RulesError(f"{path.name}: top level must be a mapping, got {type(data).__name__}")
-        try:
-            files[path.name] = RuleFile.model_validate(data)
-        except ValidationError as exc:
-            raise RulesError(f"{path.name}: {_describe(exc, data)}") from None
-    return files
-
-
-def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
-    """Name the rule id (when the error sits inside a list of rules) and the problem."""
-    problems = []
-    for error in exc.errors():
-        loc = error["loc"]
-        node: Any = data
-        rule_id = None
-        for part in loc:
-            try:
-                node = node[part]
-            except (KeyError, IndexError, TypeError):
-                break
-            if isinstance(node, dict) and isinstance(node.get("id"), str):
-                rule_id = node["id"]
-        where = ".".join(str(p) for p in loc)
-        prefix = f"rule {rule_id!r} ({where})" if rule_id else where
-        problems.append(f"{prefix}: {error['msg']}")
-    return "; ".join(problems)
-
-
-def _merge_dicts(items: Iterable[BaseModel | None], model: type[BaseModel]) -> Any:
-    merged: dict[str, Any] = {}
-    for item in items:
-        if item is not None:
-            merged.update(item.model_dump(exclude_unset=True))
-    return model.model_validate(merged)
-
-
-def _matchers(rules: Iterable[PatternRule], where: str) -> tuple[Matcher, ...]:
-    return tuple(Matcher(r.id, compile_pattern(r.pattern, f"{where} rule {r.id!r}")) for r in rules)
-
-
-def build(files: dict[str, RuleFile], source: str = "") -> Rules:
-    """Merge parsed files into one compiled rule set, checking ids and templates."""
-    seen: dict[str, str] = {}
-    for name, rule_file in files.items():
-        d = rule_file.detection
-        ids = [r.id for r in (*d.not_error, *d.error)]
-        ids += [f"unwrap:{r.id}" for r in d.unwrap]
-        ids += [f"key_line:{r.id}" for r in d.key_line]
-        ids += [f"marker:{r.id}" for r in rule_file.compaction.markers]
-        ids += [f"category:{c.id}" for c in rule_file.categories]
-        for rule_id in ids:
-            if rule_id in seen:
-                raise RulesError(f"{name}: rule {rule_id!r} is already defined in {seen[rule_id]}")
-            seen[rule_id] = name
-
-    def each(attr: str) -> list[tuple[str, Any]]:
-        return [(name, getattr(f, attr)) for name, f in files.items()]
-
-    unwrap: list[Matcher] = []
-    not_error: list[Matcher] = []
-    error: list[Matcher] = []
-    key_line: list[Matcher] = []
-    markers: list[Matcher] = []
-    categories: list[Category] = []
-    cleared: list[str] = []
-    templates: dict[str, str] = {}
-    for name, rule_file in files.items():
-        d = rule_file.detection
-        unwrap += _matchers(d.unwrap, name)
-        not_error += _matchers(d.not_error, name)
-        error += _matchers(d.error, name)
-        key_line += _matchers(d.key_line, name)
-        markers += _matchers(rule_file.compaction.markers, name)
-        cleared += rule_file.compaction.cleared
-        for key in rule_file.templates:
-            if key not in TEMPLATE_NAMES:
-                raise RulesError(
-                    f"{name}: unknown template {key!r} (known: {sorted(TEMPLATE_NAMES)})"
-                )
-            problem = template_problem(key, rule_file.templates[key])
-            if problem:
-                raise RulesError(f"{name}: {problem}")
-        templates.update(rule_file.templates)
-        for c in rule_file.categories:
-            where = f"{name} category {c.id!r}"
-            categories.append(
-                Category(
-                    id=c.id,
-                    matchers=tuple(Matcher(c.id, compile_pattern(p, where)) for p in c.patterns),
-                    tools=compile_pattern(c.tools, where) if c.tools else None,
-                    hints=tuple(c.hints),
-                    tool_hints=tuple(
-                        (compile_pattern(t.tools, where), tuple(t.hints)) for t in c.tool_hints
-                    ),
-                    systemic=c.systemic,
-                )
-            )
-    if not any(c.id == "unknown" for c in categories):
-        raise RulesError("categories: a category 'unknown' (the fallback) is required")
-    missing = TEMPLATE_NAMES - templates.keys()
-    if missing:
-        raise RulesError(f"templates missing: {sorted(missing)}")
-    thresholds = _merge_dicts((f for _, f in each("thresholds")), Thresholds)
-    problems = threshold_problems(thresholds)
-    if problems:
-        raise RulesError("; ".join(problems))
-    escalation = _merge_dicts((f for _, f in each("escalation")), Escalation)
-    if escalation.action == "webhook" and not escalation.webhook_url:
-        raise RulesError("escalation: action 'webhook' needs webhook_url")
-    digest = hashlib.sha256()
-    for name, rule_file in files.items():
-        digest.update(name.encode() + b"\0" + rule_file.model_dump_json().encode())
-    return Rules(
-        version=digest.hexdigest()[:12],
-        source=source,
-        scan=_merge_dicts((f for _, f in each("scan")), Scan),
-        unwrap=tuple(unwrap),
-        not_error=tuple(not_error),
-        error=tuple(error),
-        key_line=tuple(key_line),
-        categories=tuple(categories),
-        targets=_merge_dicts((f for _, f in each("targets")), Targets),
-        templates=templates,
-        thresholds=thresholds,
-        escalation=escalation,
-        placement=_merge_dicts((f for _, f in each("placement")), Placement),
-        markers=tuple(markers),
-        cleared=tuple(cleared),
-        sessions=_merge_dicts((f for _, f in each("sessions")), Sessions),
-        files=files,
-        unwrap_set=_pattern_set(unwrap, "detection.unwrap"),
-        not_error_set=_pattern_set(not_error, "detection.not_error"),
-        error_set=_pattern_set(error, "detection.error"),
-        key_line_set=_pattern_set(key_line, "detection.key_line"),
-        category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
-        category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
-        marker_set=_pattern_set(markers, "compaction.markers"),
-    )
-
-
-def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:
-    return PatternSet([m.regex.pattern for m in matchers], where)
-
-
-def load_rules(directory: Path | None = None, extra: Path | None = None) -> Rules:
-    """Read, validate and compile a rules directory (default: the bundled rules), with an
-    optional extra directory on top (`overlay`)."""
-    directory = directory or default_rules_dir()
-    files = read_files(directory)
-    if extra is None:
-        return build(files, str(directory))
-    from proxy.rules_overlay import overlay
-
-    try:
-        extra_files = read_files(extra)
-    except RulesError as exc:
-        raise RulesError(f"extra rules {exc}") from None
-    return build(overlay(files, extra_files), f"{directory} + {extra}")

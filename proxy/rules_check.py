@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 from proxy.core.classify import categorise, key_line
-from proxy.rules import Matcher, PatternRule, Rules, RulesError, load_rules
+from proxy.rules import Matcher, Rules, RulesError
+from proxy.rules_load import load_rules
+from proxy.rules_schema import PatternRule
 
 
 def example_failures(rules: Rules) -> tuple[int, list[str]]:

@@ -8,7 +8,8 @@ import logging
 from pathlib import Path
 
 from proxy.metrics import Metrics
-from proxy.rules import Rules, RulesError, default_rules_dir, load_rules
+from proxy.rules import Rules, RulesError
+from proxy.rules_load import default_rules_dir, load_rules
 
 log = logging.getLogger("recovery_proxy")
 

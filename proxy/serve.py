@@ -62,7 +62,8 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     than a traceback from inside the server's lifespan."""
     from proxy.app import create_app
     from proxy.logs import configure
-    from proxy.rules import RulesError, load_rules
+    from proxy.rules import RulesError
+    from proxy.rules_load import load_rules
     from proxy.store import StoreUnavailable, check_spec, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)

@@ -17,7 +17,7 @@ import pytest
 from proxy import tokens
 from proxy.app import RewriterFactory, create_app
 from proxy.config import Settings
-from proxy.rules import default_rules_dir
+from proxy.rules_load import default_rules_dir
 from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"

@@ -89,7 +89,7 @@ def per_category(s: Score) -> dict[str, tuple[int, int, int, int]]:
 
 def report(path: Path = CORPUS) -> str:
     """A Markdown table: overall figures, per-category recall, precision and accuracy."""
-    from proxy.rules import load_rules
+    from proxy.rules_load import load_rules
 
     entries = load_corpus(path)
     s = score(load_rules(), entries)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.classify import classify, scan_window, target_of
-from proxy.rules import load_rules
+from proxy.rules_load import load_rules
 
 
 @pytest.fixture(scope="module")

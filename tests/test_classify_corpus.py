@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from proxy.rules import load_rules
+from proxy.rules_load import load_rules
 from tests.corpus import (
     CORPORA,
     CORPUS,

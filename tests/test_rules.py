@@ -13,8 +13,9 @@ import pytest
 
 from proxy.core.classify import classify
 from proxy.metrics import Metrics
-from proxy.rules import RulesError, default_rules_dir, load_rules
+from proxy.rules import RulesError
 from proxy.rules_check import check_rules
+from proxy.rules_load import default_rules_dir, load_rules
 from proxy.rules_watch import RulesHolder
 
 

@@ -60,9 +60,10 @@ class LoopState(BaseModel):
 
 class Stats(BaseModel):
     """Running totals for the operator's view and the A/B report (never trimmed; counters
-    only), kept by proxy/core/tracker.py. In a control-arm session they count what *would*
-    have been injected. Results first seen as history (the proxy joined mid-session) count in
-    results, failures, repeats and streaks, but never get a block or a notice."""
+    only), kept by proxy/core/tracker.py and proxy/core/notices.py. In a control-arm session
+    they count what *would* have been injected. Results first seen as history (the proxy
+    joined mid-session) count in results, failures, repeats and streaks, but never get a
+    block or a notice."""
 
     results: int = 0  # tool results judged (each once)
     failures: int = 0

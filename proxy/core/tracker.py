@@ -6,11 +6,12 @@ Every annotation is rendered once, when its tool result is first seen, stored in
 re-applied byte for byte afterwards (prompt-cache safety, DESIGN invariant 2).
 
 It also keeps the session's running `Stats` and its `timeline` (proxy/core/state.py), for the
-inspector and the A/B report (proxy/report.py). Both change only when something new happens (a
-new tool result, a compaction, a loop finding), so a re-sent or steady-state request costs
-nothing extra. In a `control` session (the A/B control arm: the pipeline forwards the request
-unchanged) everything is tracked the same way and the timeline shows what *would* have been
-injected, but no tokens count as injected.
+inspector and the A/B report (proxy/report.py); what repeats and loops say and do is in
+proxy/core/notices.py, the timeline's events in proxy/core/timeline.py. Both change only when
+something new happens (a new tool result, a compaction, a loop finding), so a re-sent or
+steady-state request costs nothing extra. In a `control` session (the A/B control arm: the
+pipeline forwards the request unchanged) everything is tracked the same way and the timeline
+shows what *would* have been injected, but no tokens count as injected.
 """
 
 from __future__ import annotations
@@ -30,24 +31,30 @@ from proxy.core.compaction import (
     visible_failures,
 )
 from proxy.core.conversation import Conversation, ToolResult, identify
+from proxy.core.notices import (
+    conversation_loops,
+    escalate,
+    loop_notices,
+    noticed,
+    repeat_notices,
+    same_failure,
+)
 from proxy.core.plan import Budget, Plan, fit_block
 from proxy.core.state import (
     MAX_CALLS,
     MAX_RECORDS,
     MAX_SEEN,
     Compaction,
-    Event,
-    EventKind,
     FailureRecord,
     SessionState,
 )
+from proxy.core.timeline import event, new_event, summarised
 from proxy.rules import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 # Results judged per request: a proxy put in front of a long conversation sees all of it at
 # once; only the newest are judged (records keep 50 anyway), the older ones are marked seen.
 MAX_JUDGED = 1000
-EVENT_TEXT = 200  # characters of a timeline event's text (a key line, a notice, a reason)
 
 
 def call_signature(result: ToolResult, rules: Rules) -> str:
@@ -98,13 +105,13 @@ def observe(
         event(state, now, "compaction", text=", ".join(signals))
         if state.summary:
             plan.fresh += 1
-            event(state, now, "summary", text=_summarised(state.summary, rules))
+            event(state, now, "summary", text=summarised(state.summary, rules))
             if not control:
                 state.stats.tokens_injected += budget.count(state.summary)
         more = loops.compaction_loop(state.loop, state.compactions, rules)
         found.notices += more.notices
         found.escalations += more.escalations
-    _conversation_loops(state, conv, found, rules, plan, now)
+    conversation_loops(state, conv, found, rules, plan, now)
     cache = verdicts if verdicts is not None else {}
     stats = state.stats
     stats.results += len(new)
@@ -124,7 +131,7 @@ def observe(
             if not control:
                 stats.tokens_injected += budget.spent - spent
             if verdict.error:  # the block goes before its notices (shifts only those)
-                block = _event(state, now, "block", result.call_id, verdict.key_line)
+                block = new_event(state, now, "block", result.call_id, verdict.key_line)
                 state.timeline.insert(mark, block)
     for result in conv.results:
         text = state.annotations.get(result.key)
@@ -187,7 +194,7 @@ def _annotate(
             stats.repeat_failures += 1
         if quiet:
             return ""
-        notices += _repeat_notices(record, rules, count)
+        notices += repeat_notices(record, rules, count)
         noticed(state, notices, now, result.call_id)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
@@ -198,12 +205,12 @@ def _annotate(
         state.consecutive_failures = 0
     if quiet:
         return ""
-    loop_notices, loop_escalations = _loop_notices(state, result, rules, now)
-    notices += loop_notices
-    escalations += loop_escalations
+    found_notices, found_escalations = loop_notices(state, result, rules, now)
+    notices += found_notices
+    escalations += found_escalations
     escalation_texts = [rules.templates["escalation"].format(reason=r) for r in escalations]
     if escalations:
-        _escalate(state, result, escalations, rules, plan, now)
+        escalate(state, result, escalations, rules, plan, now)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
     elif record is not None and budget.remaining > 0:
@@ -218,132 +225,3 @@ def _annotate(
         if text and not budget.take(text, escalation=True):
             text = ""
     return text
-
-
-def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
-    """The same category of failure on the same target, whatever the tool (edit, then read,
-    then edit of one missing file is one blind retry); without a target, the same tool."""
-    if a.category != b.category or a.target != b.target:
-        return False
-    return bool(a.target) or a.operation == b.operation
-
-
-def _repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]:
-    """The repeat notice for `record`, the `count`th failure like it among the records."""
-    th, t = rules.thresholds, rules.templates
-    target = f'"{record.target}"' if record.target else record.operation
-    if count >= th.repeat_stop:
-        name = "repeat_stop"
-    elif count >= th.repeat_warn:
-        name = "repeat_warn"
-    else:
-        return []
-    return [t[name].format(count=count, category=record.category, target=target)]
-
-
-def _loop_notices(
-    state: SessionState, result: ToolResult, rules: Rules, now: float
-) -> tuple[list[str], list[str]]:
-    """Loops on the newest step (proxy/core/loops.py), plus conversation-level notices
-    waiting for a tool result to travel with (counted when they were found)."""
-    found = loops.tool_loops(state.loop, rules)
-    noticed(state, found.notices, now, result.call_id)
-    pending, state.loop.pending = state.loop.pending, []
-    return pending + found.notices, found.escalations
-
-
-def _conversation_loops(
-    state: SessionState,
-    conv: Conversation,
-    found: loops.Findings,
-    rules: Rules,
-    plan: Plan,
-    now: float,
-) -> None:
-    """Act on loops seen in the conversation as a whole (no tool result of their own): notices
-    wait for the next new tool result; escalations act now (`block` answers this request
-    and every re-send of it)."""
-    loop = state.loop
-    if loop.reject and conv.length != loop.reject_length:
-        loop.reject = ""  # the conversation moved on
-    loop.pending += found.notices
-    noticed(state, found.notices, now)
-    if not found.escalations:
-        return
-    reason = "; ".join(found.escalations)
-    plan.escalations += 1
-    state.stats.escalations += 1
-    event(state, now, "escalation", text=reason)
-    action = rules.escalation.action
-    if action == "block":
-        loop.reject, loop.reject_length = reason, conv.length
-    elif action == "webhook":
-        plan.events.append(
-            {
-                "event": "recovery_escalation",
-                "reason": reason,
-                "tool": "",
-                "call_id": "",
-                "time": now,
-                "turn": state.turn,
-            }
-        )
-    else:
-        loop.pending.append(rules.templates["escalation"].format(reason=reason))
-
-
-def _escalate(
-    state: SessionState,
-    result: ToolResult,
-    reasons: list[str],
-    rules: Rules,
-    plan: Plan,
-    now: float,
-) -> None:
-    action = rules.escalation.action
-    reason = "; ".join(reasons)
-    plan.escalations += 1
-    state.stats.escalations += 1
-    event(state, now, "escalation", result.call_id, reason)
-    if action == "block":
-        state.blocked[result.key] = reason
-    elif action == "webhook":
-        plan.events.append(
-            {
-                "event": "recovery_escalation",
-                "reason": reason,
-                "tool": result.tool,
-                "call_id": result.call_id,
-                "time": now,
-                "turn": state.turn,
-            }
-        )
-
-
-def _summarised(summary: str, rules: Rules) -> str:
-    """`N failures`: the items of a summary (lines starting like the item template)."""
-    start = rules.templates["summary_item"].partition("{")[0] or "-"
-    count = sum(1 for line in summary.splitlines() if line.startswith(start))
-    return f"{count} failures" if count != 1 else "1 failure"
-
-
-def noticed(state: SessionState, notices: list[str], now: float, call_id: str = "") -> None:
-    """Count repeat and loop notices as they are found (whether or not the budget later lets
-    them out: the same in both A/B arms) and put them on the timeline."""
-    if notices:
-        state.stats.loop_notices += len(notices)
-        for text in notices:
-            event(state, now, "notice", call_id, text)
-
-
-def event(
-    state: SessionState, now: float, kind: EventKind, call_id: str = "", text: str = ""
-) -> None:
-    """Append to the session's timeline (capped by `trim`)."""
-    state.timeline.append(_event(state, now, kind, call_id, text))
-
-
-def _event(state: SessionState, now: float, kind: EventKind, call_id: str, text: str) -> Event:
-    """An event; `text` cut to its first line, at most EVENT_TEXT characters."""
-    line = text.partition("\n")[0][:EVENT_TEXT]
-    return Event(time=now, turn=state.turn, kind=kind, call_id=call_id, text=line)

@@ -93,6 +93,7 @@ def serve_once(store: str, tmp_path: Path) -> tuple[int, str]:
     import proxy.app
     import proxy.logs
     import proxy.rules
+    import proxy.rules_load
     import proxy.serve
     import proxy.store  # noqa: F401
     from proxy.cli import main

@@ -8,7 +8,8 @@ import orjson
 
 from proxy.core.classify import classify
 from proxy.core.plan import Plan
-from proxy.rules import Placement, default_rules_dir, load_rules
+from proxy.rules import Placement
+from proxy.rules_load import default_rules_dir, load_rules
 from proxy.wire.openai_responses import parse, splice
 from tests.conftest import local_rules, make_settings, proxy_client
 from tests.wire.agents import CODEX_INSTRUCTIONS, ResponsesAgent, user_item

@@ -1,0 +1,124 @@
+"""Notices and escalations: what the tracker says when a failure repeats or a loop is found
+(proxy/core/loops.py), and what it does when they go on (annotate, block or webhook, per
+`rules.escalation.action`). Each notice is counted in the session's stats and put on its
+timeline as it is found, whether or not the budget later lets it out."""
+
+from __future__ import annotations
+
+from proxy.core import loops
+from proxy.core.conversation import Conversation, ToolResult
+from proxy.core.plan import Plan
+from proxy.core.state import FailureRecord, SessionState
+from proxy.core.timeline import event
+from proxy.rules import Rules
+
+
+def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
+    """The same category of failure on the same target, whatever the tool (edit, then read,
+    then edit of one missing file is one blind retry); without a target, the same tool."""
+    if a.category != b.category or a.target != b.target:
+        return False
+    return bool(a.target) or a.operation == b.operation
+
+
+def repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]:
+    """The repeat notice for `record`, the `count`th failure like it among the records."""
+    th, t = rules.thresholds, rules.templates
+    target = f'"{record.target}"' if record.target else record.operation
+    if count >= th.repeat_stop:
+        name = "repeat_stop"
+    elif count >= th.repeat_warn:
+        name = "repeat_warn"
+    else:
+        return []
+    return [t[name].format(count=count, category=record.category, target=target)]
+
+
+def loop_notices(
+    state: SessionState, result: ToolResult, rules: Rules, now: float
+) -> tuple[list[str], list[str]]:
+    """Loops on the newest step (proxy/core/loops.py), plus conversation-level notices
+    waiting for a tool result to travel with (counted when they were found)."""
+    found = loops.tool_loops(state.loop, rules)
+    noticed(state, found.notices, now, result.call_id)
+    pending, state.loop.pending = state.loop.pending, []
+    return pending + found.notices, found.escalations
+
+
+def conversation_loops(
+    state: SessionState,
+    conv: Conversation,
+    found: loops.Findings,
+    rules: Rules,
+    plan: Plan,
+    now: float,
+) -> None:
+    """Act on loops seen in the conversation as a whole (no tool result of their own): notices
+    wait for the next new tool result; escalations act now (`block` answers this request
+    and every re-send of it)."""
+    loop = state.loop
+    if loop.reject and conv.length != loop.reject_length:
+        loop.reject = ""  # the conversation moved on
+    loop.pending += found.notices
+    noticed(state, found.notices, now)
+    if not found.escalations:
+        return
+    reason = "; ".join(found.escalations)
+    plan.escalations += 1
+    state.stats.escalations += 1
+    event(state, now, "escalation", text=reason)
+    action = rules.escalation.action
+    if action == "block":
+        loop.reject, loop.reject_length = reason, conv.length
+    elif action == "webhook":
+        plan.events.append(
+            {
+                "event": "recovery_escalation",
+                "reason": reason,
+                "tool": "",
+                "call_id": "",
+                "time": now,
+                "turn": state.turn,
+            }
+        )
+    else:
+        loop.pending.append(rules.templates["escalation"].format(reason=reason))
+
+
+def escalate(
+    state: SessionState,
+    result: ToolResult,
+    reasons: list[str],
+    rules: Rules,
+    plan: Plan,
+    now: float,
+) -> None:
+    """Act on escalations found at `result`: `block` rejects the request ending with it (and
+    its re-sends), `webhook` queues an event; the text goes out in the result's annotation."""
+    action = rules.escalation.action
+    reason = "; ".join(reasons)
+    plan.escalations += 1
+    state.stats.escalations += 1
+    event(state, now, "escalation", result.call_id, reason)
+    if action == "block":
+        state.blocked[result.key] = reason
+    elif action == "webhook":
+        plan.events.append(
+            {
+                "event": "recovery_escalation",
+                "reason": reason,
+                "tool": result.tool,
+                "call_id": result.call_id,
+                "time": now,
+                "turn": state.turn,
+            }
+        )
+
+
+def noticed(state: SessionState, notices: list[str], now: float, call_id: str = "") -> None:
+    """Count repeat and loop notices as they are found (whether or not the budget later lets
+    them out: the same in both A/B arms) and put them on the timeline."""
+    if notices:
+        state.stats.loop_notices += len(notices)
+        for text in notices:
+            event(state, now, "notice", call_id, text)
