@@ -1,8 +1,9 @@
-"""The ASGI app: proxied routes handled as raw ASGI, the control plane by FastAPI.
+"""The ASGI app: proxied routes handled as raw ASGI, the control plane by Starlette.
 
 `RecoveryProxy` answers `/v1/...` itself (read body, fail-open rewrite, relay) and hands every
-other request (health, metrics) and the lifespan to a small FastAPI app. Measured: FastAPI's
-request handling cost 0.3-0.4 ms per proxied request, more than the rewrite itself (issue 9).
+other request (health, metrics, /admin) and the lifespan to the control app (`proxy.control`).
+Measured: FastAPI's request handling cost 0.3-0.4 ms per proxied request, more than the
+rewrite itself (issue 9).
 """
 
 from __future__ import annotations

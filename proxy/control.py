@@ -1,43 +1,61 @@
-"""The control plane: health, metrics and (with an admin token) /admin, as a small FastAPI app.
+"""The control plane: health, metrics and (with an admin token) /admin.
 
 It also owns the lifespan the server runs; proxied routes never reach it (`proxy.app`).
+Health and metrics are two Starlette routes; FastAPI, which the admin API is built on, is
+imported only when that API is switched on: importing it costs ~0.11 s of a ~0.75 s start-up.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 if TYPE_CHECKING:
     from proxy.app import RecoveryProxy
 
 
-def control_app(proxy: RecoveryProxy) -> FastAPI:
-    """Health, metrics and (with an admin token) /admin; owns the lifespan the server runs."""
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404, 405 and friends as `{"detail": ...}` JSON, the shape FastAPI gives them too."""
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers)
+
+
+def control_app(proxy: RecoveryProxy) -> Any:
+    """Health, metrics and (with an admin token) /admin; owns the lifespan the server runs.
+    No OpenAPI schema or docs are served."""
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: Any) -> AsyncIterator[None]:
         async with proxy.lifespan():
             yield
 
-    app = FastAPI(title="recovery-proxy", lifespan=lifespan, docs_url=None, redoc_url=None)
-
-    @app.get("/healthz")
-    async def healthz() -> Response:
+    async def healthz(request: Request) -> Response:
         if not proxy.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
-    @app.get("/metrics")
-    async def metrics_endpoint() -> Response:
+    async def metrics(request: Request) -> Response:
         return Response(proxy.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    if proxy.settings.admin_token:  # otherwise /admin is a local 404 like any unknown path
-        from proxy import admin
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    if not proxy.settings.admin_token:  # /admin is a local 404 like any unknown path
+        return Starlette(
+            routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
+        )
+    from fastapi import FastAPI
 
-        app.include_router(admin.router(proxy, proxy.settings.admin_token))
+    from proxy import admin
+
+    app = FastAPI(routes=routes, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(admin.router(proxy, proxy.settings.admin_token))
     return app

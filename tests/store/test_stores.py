@@ -18,7 +18,8 @@ from proxy.cli import build_parser, main
 from proxy.config import Settings
 from proxy.core.state import FailureRecord, SessionState
 from proxy.serve import serve_settings
-from proxy.store import MemoryStore, RedisStore, SqliteStore, Store, StoreUnavailable, open_store
+from proxy.store import MemoryStore, SqliteStore, Store, StoreUnavailable, open_store
+from proxy.store.redis import RedisStore
 from tests.store.conftest import ROOT, clean_env
 
 KEY = "5f1c0e2a9b7d3c41:h:agent-run-7f3a"  # tenant hash : session id, as the pipeline makes
