@@ -164,6 +164,17 @@ def machine_busy() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_probe() -> float:
+    """Milliseconds a fixed pure-Python loop takes, best of 5: how fast the (shared) machine
+    is right now, so runs can be compared; lower is faster."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - start)
+    return best * 1000
+
+
 def self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -854,6 +865,7 @@ def main() -> None:
     if not litellm_bin:
         log("LiteLLM Proxy not installed (bash bench/setup-litellm.sh): skipping that column")
     log(f"load generator: {'wrk' if use_wrk else 'Python asyncio client (wrk not found)'}")
+    probe_at_start = cpu_probe()
     busy = machine_busy()
     time.sleep(1.0)
     if (idle_load := 100 * (machine_busy() - busy)) > 25:
@@ -966,10 +978,12 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
+    probes = (probe_at_start, cpu_probe())
     wall = time.perf_counter() - wall_at_start
     other = (machine_busy() - busy_at_start) - (own_cpu() - own_at_start)
     report = render(
         other_cpu=max(0.0, 100 * other / wall),
+        probes=probes,
         wall=wall,
         command=command,
         began=began,
@@ -1111,6 +1125,11 @@ def render(**k: Any) -> str:
     add(
         f"- Run time {k['wall'] / 60:.1f} min; other processes on the machine used "
         f"{k['other_cpu']:.0f}% of one core on average meanwhile (from /proc/stat)"
+    )
+    add(
+        f"- Machine speed: a fixed pure-Python loop (`cpu_probe`) took {k['probes'][0]:.0f} ms "
+        f"at the start and {k['probes'][1]:.0f} ms at the end (lower is faster; on a shared VM "
+        "it moves with the host's load, and every figure here with it)"
     )
     noisy = [
         f"{labels[target]} {row}"
