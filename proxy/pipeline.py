@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-import httpx
 import orjson
 
 from proxy import tokens
@@ -27,6 +25,7 @@ from proxy.rules import Rules
 from proxy.rules_watch import RulesHolder
 from proxy.session import FINGERPRINT, scoped, session_id, tenant_of
 from proxy.store import Store, open_store
+from proxy.webhooks import Webhooks
 
 log = logging.getLogger("recovery_proxy")
 
@@ -48,16 +47,15 @@ class RecoveryPipeline:
         rules: RulesHolder,
         store: Store,
         metrics: Metrics,
-        client: httpx.AsyncClient,
+        webhooks: Webhooks,
     ) -> None:
         self.settings = settings
         self.rules = rules
         self.store = store
         self.metrics = metrics
-        self.client = client
+        self.webhooks = webhooks
         self.store_down = False
         self.continuity = Continuity(store)
-        self.background: set[asyncio.Task[None]] = set()
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
         rules = self.rules.current
@@ -92,8 +90,8 @@ class RecoveryPipeline:
             return Rewrite(session=key, arm="control", **counts)
         arm = "treatment" if fraction > 0 else ""
         self._count(plan)
-        if plan.events:
-            self._send_events(plan.events, rules)
+        if plan.events and rules.escalation.webhook_url:
+            self.webhooks.send(rules.escalation.webhook_url, plan.events)
         if plan.reject is not None:
             reason = rules.templates["blocked"].format(reason=plan.reject)
             return Rewrite(reject=reason, session=key, arm=arm, **counts)
@@ -169,21 +167,6 @@ class RecoveryPipeline:
         if plan.summary:
             self.metrics.injections.labels("summary").inc()
 
-    def _send_events(self, events: list[dict[str, Any]], rules: Rules) -> None:
-        url = rules.escalation.webhook_url
-        if not url:
-            return
-        for event in events:
-            task = asyncio.create_task(self._post(url, event))
-            self.background.add(task)
-            task.add_done_callback(self.background.discard)
-
-    async def _post(self, url: str, event: dict[str, Any]) -> None:
-        try:
-            await self.client.post(url, json=event, timeout=5.0)
-        except httpx.HTTPError as exc:
-            log.warning("escalation webhook to %s failed: %s", url, exc)
-
 
 def serialise(payload: dict[str, Any]) -> bytes:
     """The rewritten body. orjson stops at 255 levels of nesting; the standard library goes
@@ -201,15 +184,15 @@ def tokens_for(model: str) -> Any:
 async def open_pipeline(
     settings: Settings, metrics: Metrics, stack: AsyncExitStack
 ) -> RecoveryPipeline:
-    """The recovery pipeline with its rules (hot reloaded), session store and webhook client,
-    each closed by `stack`: the app's default rewriter."""
+    """The recovery pipeline with its rules (hot reloaded), session store and webhooks, each
+    closed by `stack`: the app's default rewriter."""
     rules = RulesHolder(settings.rules, metrics, settings.extra_rules)
     if settings.hot_reload:
         rules.start()
         stack.push_async_callback(rules.stop)
     store = await open_store(settings)
     stack.push_async_callback(store.close)
-    client = httpx.AsyncClient(timeout=5.0, trust_env=False)
-    stack.push_async_callback(client.aclose)
+    webhooks = Webhooks()
+    stack.push_async_callback(webhooks.close)
     tokens.warm_up_in_background()
-    return RecoveryPipeline(settings, rules, store, metrics, client)
+    return RecoveryPipeline(settings, rules, store, metrics, webhooks)

@@ -148,7 +148,7 @@ async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> 
                 )
                 assert response.status_code == 200
             pipeline = client.app.rewriter  # type: ignore[attr-defined]
-            for task in list(pipeline.background):
+            for task in list(pipeline.webhooks.background):
                 await task
         assert upstream.call_count == 2
         assert events.call_count == 1

@@ -56,19 +56,17 @@ class RecoveryHook(CustomLogger):
         """The recovery pipeline, built on first use (settings from `RECOVERY_PROXY_*`)."""
         async with self._lock:
             if self._pipeline is None:
-                import httpx
-
                 from proxy import tokens
                 from proxy.pipeline import RecoveryPipeline
                 from proxy.rules_watch import RulesHolder
                 from proxy.store import open_store
+                from proxy.webhooks import Webhooks
 
                 settings = self.settings or Settings()
                 rules = RulesHolder(settings.rules, self.metrics, settings.extra_rules)
                 store = await open_store(settings)
-                client = httpx.AsyncClient(timeout=5.0, trust_env=False)
                 tokens.warm_up_in_background()
-                self._pipeline = RecoveryPipeline(settings, rules, store, self.metrics, client)
+                self._pipeline = RecoveryPipeline(settings, rules, store, self.metrics, Webhooks())
             return self._pipeline
 
     async def async_pre_call_hook(
