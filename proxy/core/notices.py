@@ -5,6 +5,8 @@ timeline as it is found, whether or not the budget later lets it out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from proxy.core import loops
 from proxy.core.conversation import Conversation, ToolResult
 from proxy.core.plan import Plan
@@ -71,16 +73,7 @@ def conversation_loops(
     if action == "block":
         loop.reject, loop.reject_length = reason, conv.length
     elif action == "webhook":
-        plan.events.append(
-            {
-                "event": "recovery_escalation",
-                "reason": reason,
-                "tool": "",
-                "call_id": "",
-                "time": now,
-                "turn": state.turn,
-            }
-        )
+        plan.events.append(webhook_event(state, now, reason))
     else:
         loop.pending.append(rules.templates["escalation"].format(reason=reason))
 
@@ -103,16 +96,22 @@ def escalate(
     if action == "block":
         state.blocked[result.key] = reason
     elif action == "webhook":
-        plan.events.append(
-            {
-                "event": "recovery_escalation",
-                "reason": reason,
-                "tool": result.tool,
-                "call_id": result.call_id,
-                "time": now,
-                "turn": state.turn,
-            }
-        )
+        plan.events.append(webhook_event(state, now, reason, result.tool, result.call_id))
+
+
+def webhook_event(
+    state: SessionState, now: float, reason: str, tool: str = "", call_id: str = ""
+) -> dict[str, Any]:
+    """The JSON the `webhook` action posts (proxy/webhooks.py); no tool for a loop found in
+    the conversation as a whole."""
+    return {
+        "event": "recovery_escalation",
+        "reason": reason,
+        "tool": tool,
+        "call_id": call_id,
+        "time": now,
+        "turn": state.turn,
+    }
 
 
 def noticed(state: SessionState, notices: list[str], now: float, call_id: str = "") -> None:
