@@ -13,10 +13,9 @@ import sys
 from typing import Any
 
 import aiohttp
-import uvicorn
 from yarl import URL
 
-from bench.mock_upstream import fast_stack
+from bench.mock_upstream import run_fast
 
 HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding"})
 session: aiohttp.ClientSession | None = None
@@ -62,15 +61,4 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 if __name__ == "__main__":
     UPSTREAM = sys.argv[2].rstrip("/")
-    loop, http = fast_stack()
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=int(sys.argv[1]),
-        loop=loop,
-        http=http,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        backlog=4096,
-    )
+    run_fast(app, int(sys.argv[1]))

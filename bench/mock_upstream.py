@@ -79,12 +79,13 @@ def fast_stack() -> tuple[str, str]:
     return loop, http
 
 
-if __name__ == "__main__":
+def run_fast(asgi_app: Any, port: int) -> None:
+    """Serve `asgi_app` on 127.0.0.1:`port` on the fastest stack installed, quietly."""
     loop, http = fast_stack()
     uvicorn.run(
-        app,
+        asgi_app,
         host="127.0.0.1",
-        port=int(sys.argv[1]),
+        port=port,
         loop=loop,
         http=http,
         log_level="warning",
@@ -92,3 +93,7 @@ if __name__ == "__main__":
         lifespan="on",
         backlog=4096,
     )
+
+
+if __name__ == "__main__":
+    run_fast(app, int(sys.argv[1]))

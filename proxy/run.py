@@ -46,12 +46,11 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from pydantic import ValidationError
 
 from proxy import session_path
 from proxy.config import Settings
 from proxy.run_summary import Summary, Tally, counting_factory, summarise
-from proxy.serve import StartupError, serve_settings, start_app
+from proxy.serve import StartupError, serve_settings, settings_and_app
 from proxy.servers import SERVER_OPTIONS
 
 log = logging.getLogger("recovery_proxy")
@@ -239,11 +238,9 @@ def run(args: argparse.Namespace) -> int:
     environ = dict(os.environ)
     tally = Tally()
     try:
-        settings = run_settings(args, environ)
-        app = start_app(settings, counting_factory(tally))
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
+        settings, app = settings_and_app(
+            lambda: run_settings(args, environ), counting_factory(tally)
+        )
     except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2

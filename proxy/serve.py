@@ -2,7 +2,7 @@
 checks that turn a bad rules directory, store path or `--models` file into one line for the
 user (`StartupError`) instead of a traceback, and uvicorn with the garbage collector tuned.
 `serve` is the `recovery-proxy serve` command; `proxy.run` starts its own proxy with
-`serve_settings` and `start_app`.
+`serve_settings` and `settings_and_app`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,19 +81,28 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
         raise StartupError(str(exc)) from None
 
 
+def settings_and_app(
+    make_settings: Callable[[], Settings], rewriter_factory: Any = None
+) -> tuple[Settings, Any]:
+    """The settings `make_settings` builds and the app `start_app` starts; settings that do
+    not validate are a `StartupError` too."""
+    from pydantic import ValidationError
+
+    try:
+        settings = make_settings()
+    except ValidationError as exc:
+        raise StartupError(f"invalid settings:\n{exc}") from None
+    return settings, start_app(settings, rewriter_factory)
+
+
 def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
     import uvicorn
-    from pydantic import ValidationError
 
     from proxy.servers import SERVER_OPTIONS
 
     try:
-        settings = serve_settings(args)
-        app = start_app(settings)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
+        settings, app = settings_and_app(lambda: serve_settings(args))
     except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
