@@ -1115,7 +1115,7 @@ def render(**k: Any) -> str:
     add(f"- Model name in the requests: `{MODEL}`")
     add(
         "- Upstream: bench.mock_upstream (raw ASGI, uvicorn + uvloop + httptools, canned reply, "
-        "its own process), shared by all three paths"
+        "its own process), shared by every path"
     )
     loader = "wrk (1 thread, Lua script)" if k["use_wrk"] else "Python asyncio client (wrk missing)"
     add(
