@@ -229,6 +229,31 @@ async def test_processes_sharing_a_store_lose_no_update(
     assert set(state.seen) == {f"w{n}-{i}" for n in range(workers) for i in range(count)}
 
 
+async def test_memory_store_packs_sessions_past_the_plain_ones_and_reads_them_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import zlib
+
+    import proxy.store.memory
+
+    monkeypatch.setattr(proxy.store.memory, "PLAIN", 2)
+    store = MemoryStore(max_sessions=100)
+    keys = [f"5f1c0e2a9b7d3c41:h:agent-{n}" for n in range(5)]
+    for n, key in enumerate(keys):
+        assert await store.update(key, record_call(n)) == 1
+    assert list(store.plain) == keys[-2:]  # the two most recent stay plain JSON
+    for key in keys[:3]:
+        packed = store.sessions[key][1]
+        assert SessionState.model_validate_json(zlib.decompress(packed)).turn == 1
+    for n, key in enumerate(keys):  # all read back, packed or not
+        state = await store.get(key)
+        assert state is not None and state.seen == {f"c{n}": True}
+    assert await store.update(keys[0], record_call(9)) == 2  # the oldest, packed, goes on
+    assert list(store.plain) == [keys[4], keys[0]]
+    assert (await store.list_sessions())[0][0] == keys[0]
+    assert await store.purge(keys[0]) == 1 and keys[0] not in store.plain
+
+
 async def test_sqlite_sweeps_expired_rows(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "sessions.db", ttl_seconds=1)
     try:
