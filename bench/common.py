@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from proxy.servers import free_port
+from recovery_proxy.servers import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,7 +58,7 @@ def proxy_process(
     args = [
         sys.executable,
         "-m",
-        "proxy.cli",
+        "recovery_proxy",
         "serve",
         "--port",
         str(port),

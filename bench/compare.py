@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import datetime
 import gc
+import hashlib
 import http.client
 import importlib.util
 import json
@@ -51,7 +52,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from bench.common import ROOT, conversation, percentiles
-from proxy.servers import free_port
+from recovery_proxy.servers import free_port
 
 # A 1M-token window: even 1,000 messages (~100k tokens) stay far from it. Near a model's window
 # the proxy counts tokens exactly, a different (slower) path: try --model gpt-4o-mini (128k).
@@ -325,9 +326,9 @@ def mock_server(logdir: str) -> Server:
 
 def proxy_server(upstream: str, store: str, logdir: str, tree: str) -> Server:
     port = free_port()
-    args = [sys.executable, "-m", "proxy.cli", "serve", "--port", str(port)]
+    args = [sys.executable, "-m", "recovery_proxy", "serve", "--port", str(port)]
     args += ["--upstream", upstream, "--store", store, "--log-level", "warning"]
-    env = {**os.environ, "PYTHONPATH": tree}
+    env = {**os.environ, "PYTHONPATH": import_path(tree)}
     return Server("recovery-proxy", args, port, HEALTH["recovery-proxy"], logdir, env, cwd=tree)
 
 
@@ -709,10 +710,24 @@ def machine() -> dict[str, str]:
     }
 
 
+def import_path(tree: str) -> str:
+    """A PYTHONPATH under which `recovery_proxy` is `tree`'s proxy/ folder (and the rules its
+    rules/): links in a folder of their own, found before any installed copy."""
+    links = os.path.join(
+        tempfile.gettempdir(), "bench-tree-" + hashlib.sha1(tree.encode()).hexdigest()[:12]
+    )
+    os.makedirs(links, exist_ok=True)
+    for name, folder in (("recovery_proxy", "proxy"), ("recovery_proxy_rules", "rules")):
+        link = os.path.join(links, name)
+        if not os.path.islink(link):
+            os.symlink(os.path.join(tree, folder), link)
+    return os.pathsep.join([links, tree])
+
+
 def proxy_source(tree: str) -> str:
-    """Where `python -m proxy.cli` run from `tree` imports the proxy package from."""
-    code = "import os, proxy; print(os.path.dirname(proxy.__file__))"
-    env = {**os.environ, "PYTHONPATH": tree}
+    """Where `python -m recovery_proxy` run from `tree` imports the proxy package from."""
+    code = "import os, recovery_proxy as p; print(os.path.realpath(os.path.dirname(p.__file__)))"
+    env = {**os.environ, "PYTHONPATH": import_path(tree)}
     try:
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -851,8 +866,8 @@ def main() -> None:
     starts = 3
     prefix = args.output or os.path.join(ROOT, "bench", "results-quick" if quick else "results")
     tree = os.path.abspath(args.proxy_tree)
-    if not os.path.isfile(os.path.join(tree, "proxy", "cli.py")):
-        raise SystemExit(f"--proxy-tree {tree}: no proxy/cli.py there")
+    if not os.path.isfile(os.path.join(tree, "proxy", "__main__.py")):
+        raise SystemExit(f"--proxy-tree {tree}: no proxy/__main__.py there")
     litellm_bin = find_litellm(args.litellm)
     use_wrk = shutil.which("wrk") is not None
     command = "python -m bench.compare " + " ".join(shlex.quote(a) for a in sys.argv[1:])

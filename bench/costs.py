@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 
-from proxy import tokens
-from proxy.config import Settings
-from proxy.hook import ChatRequest
-from proxy.metrics import Metrics
-from proxy.pipeline import open_pipeline
-from proxy.wire import DEFAULT
+from recovery_proxy import tokens
+from recovery_proxy.config import Settings
+from recovery_proxy.hook import ChatRequest
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.wire import DEFAULT
 
 HEADERS = {"authorization": "Bearer sk-bench"}
 

@@ -18,10 +18,10 @@ from contextlib import AsyncExitStack
 import orjson
 
 from bench.common import conversation, percentiles
-from proxy.config import Settings
-from proxy.hook import ChatRequest
-from proxy.metrics import Metrics
-from proxy.pipeline import open_pipeline
+from recovery_proxy.config import Settings
+from recovery_proxy.hook import ChatRequest
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.pipeline import open_pipeline
 
 
 async def run(messages: int, rounds: int) -> None:

@@ -31,7 +31,7 @@ import httpx
 import orjson
 
 from bench.common import conversation, mock_upstream, percentiles, proxy_process
-from proxy.servers import free_port
+from recovery_proxy.servers import free_port
 
 STORES = ("memory", "sqlite", "redis")
 
@@ -159,10 +159,10 @@ def rss_mb() -> float:
 async def template_state(records: int) -> bytes:
     """The JSON state the real pipeline keeps for a session with `records` failures (and
     twice as many successful tool results)."""
-    from proxy.config import Settings
-    from proxy.hook import ChatRequest
-    from proxy.metrics import Metrics
-    from proxy.pipeline import open_pipeline
+    from recovery_proxy.config import Settings
+    from recovery_proxy.hook import ChatRequest
+    from recovery_proxy.metrics import Metrics
+    from recovery_proxy.pipeline import open_pipeline
 
     settings = Settings(upstream="http://127.0.0.1:9/v1", hot_reload=False, store="memory")
     async with AsyncExitStack() as stack:
@@ -178,8 +178,8 @@ async def template_state(records: int) -> bytes:
 
 
 async def memory_footprint(sessions: int, records: int) -> None:
-    from proxy.core.state import SessionState
-    from proxy.store import MemoryStore
+    from recovery_proxy.core.state import SessionState
+    from recovery_proxy.store import MemoryStore
 
     template = await template_state(records)
     gc.collect()

@@ -24,8 +24,8 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from proxy.core.state import SessionState
-from proxy.inspector import (
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.inspector import (
     CHALLENGE,
     COMMON_HEADERS,
     detail_html,
@@ -36,17 +36,17 @@ from proxy.inspector import (
     session_row,
     token_page,
 )
-from proxy.report import build_report
-from proxy.rules import RulesError
+from recovery_proxy.report import build_report
+from recovery_proxy.rules import RulesError
 
 if TYPE_CHECKING:
-    from proxy.app import RecoveryProxy
+    from recovery_proxy.app import RecoveryProxy
 
 log = logging.getLogger("recovery_proxy")
 
 COOKIE = "recovery_proxy_admin"
 COOKIE_MAX_AGE = 12 * 3600
-KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # proxy.session.scoped: tenanthash:digest
+KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # recovery_proxy.session.scoped: tenanthash:digest
 MAX_LIST = 1000
 STORE_DOWN = "the session store is unavailable"
 

@@ -1,7 +1,7 @@
 """The ASGI app: proxied routes handled as raw ASGI, the control plane by Starlette.
 
-`RecoveryProxy` answers `/v1/...` itself (read body, fail-open rewrite, relay) and hands every
-other request (health, metrics, /admin) and the lifespan to the control app (`proxy.control`).
+`RecoveryProxy` answers `/v1/...` itself (read body, fail-open rewrite, relay) and hands
+every other request (health, metrics, /admin) and the lifespan to the control plane.
 Measured: FastAPI's request handling cost 0.3-0.4 ms per proxied request, more than the
 rewrite itself (issue 9).
 """
@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from proxy import litellm_route, session_path
-from proxy.asgi import (
+from recovery_proxy import litellm_route, session_path
+from recovery_proxy.asgi import (
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -33,16 +33,16 @@ from proxy.asgi import (
     stream_body,
     until_disconnect,
 )
-from proxy.config import Settings
-from proxy.control import control_app
-from proxy.forward import HeaderError, Upstream, new_session, upstream_headers
-from proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
-from proxy.logs import log_request
-from proxy.metrics import Metrics
-from proxy.models import load_models
-from proxy.pipeline import open_pipeline
-from proxy.wire import FORMATS, WireFormat, for_passthrough
-from proxy.wire.base import exact_paths_only
+from recovery_proxy.config import Settings
+from recovery_proxy.control import control_app
+from recovery_proxy.forward import HeaderError, Upstream, new_session, upstream_headers
+from recovery_proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from recovery_proxy.logs import log_request
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.models import load_models
+from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
+from recovery_proxy.wire.base import exact_paths_only
 
 log = logging.getLogger("recovery_proxy")
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from proxy.core.compaction import has_marker
-from proxy.core.conversation import STRONG_ID, Conversation, identify
-from proxy.core.state import MAX_LINKS, Link, SessionState
-from proxy.rules import Rules
-from proxy.session import FINGERPRINT, scoped
-from proxy.store import Store
+from recovery_proxy.core.compaction import has_marker
+from recovery_proxy.core.conversation import STRONG_ID, Conversation, identify
+from recovery_proxy.core.state import MAX_LINKS, Link, SessionState
+from recovery_proxy.rules import Rules
+from recovery_proxy.session import FINGERPRINT, scoped
+from recovery_proxy.store import Store
 
 RECENT_SECONDS = 3600.0  # a conversation idle longer is no candidate for a compacted thread
 TOUCH_SECONDS = 60.0  # how often a live thread refreshes its entry in the index

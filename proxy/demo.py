@@ -6,19 +6,19 @@ Chat Completions walkthrough (repeats, a loop, compaction, then a model that act
 failure summary), then short runs in the other formats: OpenAI Responses (Codex's exec
 output), Anthropic Messages (Claude Code's `is_error` results) and Gemini generateContent
 (Gemini CLI's `functionResponse` errors). This module starts the two servers and runs the
-plays: the script is `proxy.demo_scenario`, the plays are `proxy.demo_formats`.
+plays: the script is `recovery_proxy.demo_scenario`, the plays are `recovery_proxy.demo_formats`.
 """
 
 from __future__ import annotations
 
 import httpx
 
-from proxy.app import create_app
-from proxy.config import Settings
-from proxy.demo_formats import play, play_gemini, play_messages, play_responses, rule
-from proxy.demo_scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
-from proxy.mock_model import create_mock_app
-from proxy.servers import BackgroundServer
+from recovery_proxy.app import create_app
+from recovery_proxy.config import Settings
+from recovery_proxy.demo_formats import play, play_gemini, play_messages, play_responses, rule
+from recovery_proxy.demo_scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
+from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.servers import BackgroundServer
 
 LEGEND = (
     "legend: agent -> recovery-proxy -> mock model, all on loopback (nothing leaves this host);\n"

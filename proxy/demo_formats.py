@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from proxy.demo_scenario import (
+from recovery_proxy.demo_scenario import (
     CLAUDE_READ,
     CODEX_EXEC,
     COMPACT_AFTER,
@@ -26,7 +26,7 @@ from proxy.demo_scenario import (
     TASK,
     run_tool,
 )
-from proxy.mock_model import Turn
+from recovery_proxy.mock_model import Turn
 
 
 def rule(title: str) -> str:

@@ -1,6 +1,6 @@
 """The demo's scenario: what the scripted agent is asked, the file tree its tools see, and what
 the mock model answers, request by request, in each wire format. Data and the agent's fake
-tool only: no HTTP and no printing (`proxy.demo_formats` plays it, `proxy.demo` runs it).
+tool only: no HTTP and no printing (the plays play it, the demo command runs them).
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proxy.mock_model import Entry, Turn, system_of
+from recovery_proxy.mock_model import Entry, Turn, system_of
 
 SYSTEM = "You are a coding agent. Use the tools to change the repository."
 TASK = "Change the dev server port to 8080 in src/config.ts."

@@ -14,14 +14,14 @@ from typing import Any
 
 import orjson
 
-from proxy import tokens
-from proxy.core.classify import classify, target_of
-from proxy.core.plan import Budget
-from proxy.core.state import SessionState
-from proxy.core.tracker import observe
-from proxy.rules import Rules, RulesError
-from proxy.rules_load import load_rules
-from proxy.wire import FORMATS, WireFormat
+from recovery_proxy import tokens
+from recovery_proxy.core.classify import classify, target_of
+from recovery_proxy.core.plan import Budget
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.core.tracker import observe
+from recovery_proxy.rules import Rules, RulesError
+from recovery_proxy.rules_load import load_rules
+from recovery_proxy.wire import FORMATS, WireFormat
 
 
 def detect_format(payload: dict[str, Any]) -> WireFormat:

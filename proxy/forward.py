@@ -19,10 +19,10 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from proxy.asgi import Send, send_error
-from proxy.config import Settings
-from proxy.metrics import Metrics
-from proxy.wire import WireFormat
+from recovery_proxy.asgi import Send, send_error
+from recovery_proxy.config import Settings
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")
 

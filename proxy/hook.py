@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from proxy.wire import DEFAULT, WireFormat
+from recovery_proxy.wire import DEFAULT, WireFormat
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from proxy.asgi import Send, send_error
-from proxy.wire.openai_errors import error_body
+from recovery_proxy.asgi import Send, send_error
+from recovery_proxy.wire.openai_errors import error_body
 
 log = logging.getLogger("recovery_proxy")
 REFUSED = frozenset(

@@ -10,22 +10,22 @@ from typing import Any
 
 import orjson
 
-from proxy import tokens
-from proxy.arms import arm_of
-from proxy.config import Settings
-from proxy.continuity import Continuity
-from proxy.core.classify import Verdict
-from proxy.core.conversation import Conversation
-from proxy.core.plan import Budget, Plan
-from proxy.core.state import SessionState
-from proxy.core.tracker import observe
-from proxy.hook import UNCHANGED, ChatRequest, Rewrite
-from proxy.metrics import Metrics
-from proxy.rules import Rules
-from proxy.rules_watch import RulesHolder
-from proxy.session import FINGERPRINT, scoped, session_id, tenant_of
-from proxy.store import Store, open_store
-from proxy.webhooks import Webhooks
+from recovery_proxy import tokens
+from recovery_proxy.arms import arm_of
+from recovery_proxy.config import Settings
+from recovery_proxy.continuity import Continuity
+from recovery_proxy.core.classify import Verdict
+from recovery_proxy.core.conversation import Conversation
+from recovery_proxy.core.plan import Budget, Plan
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.core.tracker import observe
+from recovery_proxy.hook import UNCHANGED, ChatRequest, Rewrite
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.rules import Rules
+from recovery_proxy.rules_watch import RulesHolder
+from recovery_proxy.session import FINGERPRINT, scoped, session_id, tenant_of
+from recovery_proxy.store import Store, open_store
+from recovery_proxy.webhooks import Webhooks
 
 log = logging.getLogger("recovery_proxy")
 

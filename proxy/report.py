@@ -1,7 +1,7 @@
 """The A/B report: does recovery context change what agents do? (`recovery-proxy report`)
 
-Sessions are split into arms by `proxy.arms.arm_of(key, control_fraction)`; control sessions
-are tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each session's
+Sessions are split into arms by `arm_of(key, control_fraction)`; control sessions are
+tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each session's
 `Stats` (proxy/core/state.py) gives one value per metric:
 
 - `failure_rate`: failures / tool results
@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
-from proxy.arms import arm_of
-from proxy.core.state import SessionState, Stats
+from recovery_proxy.arms import arm_of
+from recovery_proxy.core.state import SessionState, Stats
 
 ARMS = ("treatment", "control")
 METRICS = ("failure_rate", "repeat_failure_rate", "loop_notice_rate", "mean_streak")

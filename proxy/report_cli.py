@@ -6,18 +6,18 @@ import sys
 
 import orjson
 
-from proxy.config import Settings
-from proxy.sessions_cli import describe, on_store, refuse_memory
+from recovery_proxy.config import Settings
+from recovery_proxy.sessions_cli import describe, on_store, refuse_memory
 
 
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
     """Print the report for the store `spec`; return the exit code. The control fraction
     defaults to the one the proxy reads (RECOVERY_PROXY_CONTROL_FRACTION)."""
-    from proxy.report import build_report, format_report
+    from recovery_proxy.report import build_report, format_report
 
     if refuse_memory(spec, "run the proxy with a sqlite or redis store to report on it"):
         return 2
-    from proxy.store import sqlite_path
+    from recovery_proxy.store import sqlite_path
 
     path = sqlite_path(spec)
     if path is not None and not path.exists():  # opening it would create an empty one

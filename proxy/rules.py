@@ -11,7 +11,15 @@ from typing import Any
 
 import re2
 
-from proxy.rules_schema import Escalation, Placement, RuleFile, Scan, Sessions, Targets, Thresholds
+from recovery_proxy.rules_schema import (
+    Escalation,
+    Placement,
+    RuleFile,
+    Scan,
+    Sessions,
+    Targets,
+    Thresholds,
+)
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from proxy.core.classify import categorise, key_line
-from proxy.rules import Matcher, Rules, RulesError
-from proxy.rules_load import load_rules
-from proxy.rules_schema import PatternRule
+from recovery_proxy.core.classify import categorise, key_line
+from recovery_proxy.rules import Matcher, Rules, RulesError
+from recovery_proxy.rules_load import load_rules
+from recovery_proxy.rules_schema import PatternRule
 
 
 def example_failures(rules: Rules) -> tuple[int, list[str]]:

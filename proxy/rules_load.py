@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from proxy.rules import Category, Matcher, PatternSet, Rules, RulesError, compile_pattern
-from proxy.rules_overlay import overlay
-from proxy.rules_schema import (
+from recovery_proxy.rules import Category, Matcher, PatternSet, Rules, RulesError, compile_pattern
+from recovery_proxy.rules_overlay import overlay
+from recovery_proxy.rules_schema import (
     TEMPLATE_NAMES,
     Escalation,
     PatternRule,

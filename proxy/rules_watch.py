@@ -7,9 +7,9 @@ import contextlib
 import logging
 from pathlib import Path
 
-from proxy.metrics import Metrics
-from proxy.rules import Rules, RulesError
-from proxy.rules_load import default_rules_dir, load_rules
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.rules import Rules, RulesError
+from recovery_proxy.rules_load import default_rules_dir, load_rules
 
 log = logging.getLogger("recovery_proxy")
 

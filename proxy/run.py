@@ -47,11 +47,11 @@ from typing import Any
 
 import uvicorn
 
-from proxy import session_path
-from proxy.config import Settings
-from proxy.run_summary import Summary, Tally, counting_factory, summarise
-from proxy.serve import StartupError, serve_settings, settings_and_app
-from proxy.servers import SERVER_OPTIONS
+from recovery_proxy import session_path
+from recovery_proxy.config import Settings
+from recovery_proxy.run_summary import Summary, Tally, counting_factory, summarise
+from recovery_proxy.serve import StartupError, serve_settings, settings_and_app
+from recovery_proxy.servers import SERVER_OPTIONS
 
 log = logging.getLogger("recovery_proxy")
 

@@ -11,11 +11,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.config import Settings
-from proxy.core.state import SessionState
-from proxy.hook import ChatRequest, Rewrite, Rewriter
-from proxy.metrics import Metrics
-from proxy.session import scoped, tenant_of
+from recovery_proxy.config import Settings
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.hook import ChatRequest, Rewrite, Rewriter
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.session import scoped, tenant_of
 
 log = logging.getLogger("recovery_proxy")
 
@@ -83,7 +83,7 @@ class CountingRewriter:
 
 def counting_factory(tally: Tally) -> Callable[..., Any]:
     """A rewriter factory for `create_app`: the default pipeline inside a `CountingRewriter`."""
-    from proxy.pipeline import open_pipeline
+    from recovery_proxy.pipeline import open_pipeline
 
     async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
         inner = await open_pipeline(settings, metrics, stack)

@@ -1,7 +1,7 @@
 """Starting the server: `Settings` from flags over environment over fallbacks, the start-up
 checks that turn a bad rules directory, store path or `--models` file into one line for the
 user (`StartupError`) instead of a traceback, and uvicorn with the garbage collector tuned.
-`serve` is the `recovery-proxy serve` command; `proxy.run` starts its own proxy with
+`serve` is the `recovery-proxy serve` command; `recovery_proxy.run` starts its own proxy with
 `serve_settings` and `settings_and_app`.
 """
 
@@ -15,15 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from proxy.config import Settings
+    from recovery_proxy.config import Settings
 
 
 def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = None) -> Settings:
     """Settings for `serve` and `run`: flags over environment over `fallbacks` over defaults.
     The store falls back to the sqlite file in the user's state directory (the library
     default, used by tests and embedders, stays `memory`); `run` passes its own fallbacks."""
-    from proxy.config import Settings
-    from proxy.sessions_cli import DEFAULT_SERVE_STORE
+    from recovery_proxy.config import Settings
+    from recovery_proxy.sessions_cli import DEFAULT_SERVE_STORE
 
     fallbacks = {"store": DEFAULT_SERVE_STORE, **(fallbacks or {})}
     in_env = {name.upper() for name, value in os.environ.items() if value}
@@ -61,11 +61,11 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     """The app `serve` and `run` start: logging configured, then everything that can be
     wrong checked once, each problem a `StartupError` naming its file, path or field rather
     than a traceback from inside the server's lifespan."""
-    from proxy.app import create_app
-    from proxy.logs import configure
-    from proxy.rules import RulesError
-    from proxy.rules_load import load_rules
-    from proxy.store import StoreUnavailable, check_spec, open_store
+    from recovery_proxy.app import create_app
+    from recovery_proxy.logs import configure
+    from recovery_proxy.rules import RulesError
+    from recovery_proxy.rules_load import load_rules
+    from recovery_proxy.store import StoreUnavailable, check_spec, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)
     try:
@@ -99,7 +99,7 @@ def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
     import uvicorn
 
-    from proxy.servers import SERVER_OPTIONS
+    from recovery_proxy.servers import SERVER_OPTIONS
 
     try:
         settings, app = settings_and_app(lambda: serve_settings(args))

@@ -14,11 +14,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from proxy.config import Settings
+from recovery_proxy.config import Settings
 
 if TYPE_CHECKING:
-    from proxy.core.state import SessionState
-    from proxy.store import Store
+    from recovery_proxy.core.state import SessionState
+    from recovery_proxy.store import Store
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ def store_spec(flag: str | None) -> str:
 
 def describe(spec: str) -> str:
     """The store spec as it is safe to print: a sqlite file's path, a URL without password."""
-    from proxy.store import sqlite_path
+    from recovery_proxy.store import sqlite_path
 
     path = sqlite_path(spec)
     if path is not None:
@@ -60,7 +60,7 @@ def on_store(
         return 2, None
 
     async def run() -> T:
-        from proxy.store import open_store
+        from recovery_proxy.store import open_store
 
         store = await open_store(settings)
         try:
@@ -135,7 +135,7 @@ def list_sessions(spec: str, limit: int, as_json: bool) -> int:
 def _rows(
     found: list[tuple[str, SessionState]], limit: int, control_fraction: float
 ) -> list[dict[str, object]]:
-    from proxy.arms import arm_of
+    from recovery_proxy.arms import arm_of
 
     now = time.time()
     rows: list[dict[str, object]] = []

@@ -14,10 +14,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx
 import pytest
 
-from proxy import tokens
-from proxy.app import RewriterFactory, create_app
-from proxy.config import Settings
-from proxy.rules_load import default_rules_dir
+from recovery_proxy import tokens
+from recovery_proxy.app import RewriterFactory, create_app
+from recovery_proxy.config import Settings
+from recovery_proxy.rules_load import default_rules_dir
 from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.arms import arm_of
-from proxy.core.state import Event, Link, SessionState
-from proxy.session import tenant_of
+from recovery_proxy.arms import arm_of
+from recovery_proxy.core.state import Event, Link, SessionState
+from recovery_proxy.session import tenant_of
 from tests.agent import ScriptedAgent
 from tests.conftest import local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock
@@ -72,8 +72,8 @@ async def test_empty_token_counts_as_disabled() -> None:
 
 
 async def test_admin_is_not_relayed_even_with_a_session_prefix_or_over_real_http() -> None:
-    from proxy.app import create_app
-    from proxy.servers import BackgroundServer
+    from recovery_proxy.app import create_app
+    from recovery_proxy.servers import BackgroundServer
 
     with (
         BackgroundServer(create_app(make_settings())) as server,
@@ -324,7 +324,7 @@ async def test_rules_reload_applies_and_a_broken_directory_keeps_the_old_rules(
 
 async def test_rules_reload_without_the_pipeline_is_503() -> None:
     """A custom rewriter (no store, no rules holder): the admin API says so, plainly."""
-    from proxy.hook import UNCHANGED
+    from recovery_proxy.hook import UNCHANGED
 
     async def factory(*_: Any) -> Any:
         async def rewrite(request: Any) -> Any:

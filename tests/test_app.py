@@ -7,9 +7,9 @@ from contextlib import AsyncExitStack
 import orjson
 from httpx import Response
 
-from proxy.config import Settings
-from proxy.hook import ChatRequest, Rewrite, Rewriter
-from proxy.metrics import Metrics
+from recovery_proxy.config import Settings
+from recovery_proxy.hook import ChatRequest, Rewrite, Rewriter
+from recovery_proxy.metrics import Metrics
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 

@@ -16,12 +16,12 @@ import httpx
 import orjson
 import pytest
 
-from proxy.arms import arm_of
-from proxy.config import Settings
-from proxy.core.state import SessionState
-from proxy.report import build_report
-from proxy.session import scoped, tenant_of
-from proxy.store import open_store
+from recovery_proxy.arms import arm_of
+from recovery_proxy.config import Settings
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.report import build_report
+from recovery_proxy.session import scoped, tenant_of
+from recovery_proxy.store import open_store
 from tests.agent import ScriptedAgent
 from tests.conftest import UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock
@@ -224,7 +224,7 @@ def test_report_command_prints_json_and_text(tmp_path) -> None:
     asyncio.run(run_scripts(settings))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECOVERY_PROXY_")}
     env["RECOVERY_PROXY_CONTROL_FRACTION"] = str(FRACTION)
-    command = [sys.executable, "-m", "proxy.cli", "report", "--store", settings.store]
+    command = [sys.executable, "-m", "recovery_proxy", "report", "--store", settings.store]
     done = subprocess.run(
         [*command, "--json"], capture_output=True, env=env, cwd=ROOT, timeout=60, check=True
     )
@@ -251,7 +251,7 @@ def test_report_command_prints_json_and_text(tmp_path) -> None:
 
 
 def test_report_command_refuses_the_memory_store_and_a_missing_file(tmp_path, capsys) -> None:
-    from proxy.cli import main
+    from recovery_proxy.cli import main
 
     assert main(["report", "--store", "memory"]) == 2
     assert "memory store lives inside the running proxy" in capsys.readouterr().err

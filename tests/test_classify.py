@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.core.classify import classify, scan_window, target_of
-from proxy.rules_load import load_rules
+from recovery_proxy.core.classify import classify, scan_window, target_of
+from recovery_proxy.rules_load import load_rules
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from proxy.config import Settings
+from recovery_proxy.config import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def help_text(*command: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", *command, "--help"],
+        [sys.executable, "-m", "recovery_proxy", *command, "--help"],
         cwd=REPO,
         capture_output=True,
         text=True,

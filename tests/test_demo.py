@@ -56,7 +56,7 @@ def test_demo_shows_recovery_on_all_four_formats_quickly() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECOVERY_PROXY_")}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "demo"],
+        [sys.executable, "-m", "recovery_proxy", "demo"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -85,7 +85,7 @@ def test_output_cut_short_ends_quietly() -> None:
     """`recovery-proxy demo | head -2`: no BrokenPipeError traceback when the reader leaves."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECOVERY_PROXY_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "demo"],
+        [sys.executable, "-m", "recovery_proxy", "demo"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env | LOOPBACK,

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from proxy.cli import main
+from recovery_proxy.cli import main
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 CHAT = {
@@ -117,7 +117,7 @@ def test_explain_json_names_the_verdict_and_the_text_it_would_add(
 
 def test_explain_reads_stdin_and_prints_text() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "explain", "-"],
+        [sys.executable, "-m", "recovery_proxy", "explain", "-"],
         input=orjson.dumps(CHAT),
         capture_output=True,
         check=True,

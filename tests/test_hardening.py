@@ -10,8 +10,8 @@ import zlib
 import httpx
 import orjson
 
-from proxy.app import create_app
-from proxy.servers import BackgroundServer
+from recovery_proxy.app import create_app
+from recovery_proxy.servers import BackgroundServer
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 
@@ -160,7 +160,7 @@ def test_a_huge_request_does_not_stall_other_requests() -> None:
     request gets its recovery, and health checks keep answering meanwhile."""
     import threading
 
-    from proxy.mock_model import create_mock_app
+    from recovery_proxy.mock_model import create_mock_app
 
     messages: list[dict[str, object]] = [{"role": "user", "content": "run the workers"}]
     for n in range(5_000):

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.mock_model import create_mock_app
-from proxy.servers import BackgroundServer, free_port
+from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.servers import BackgroundServer, free_port
 from tests.store.conftest import ROOT, clean_env
 
 SECRET = "sk-live-do-not-log-4f9a"
@@ -51,7 +51,16 @@ def upstream() -> Iterator[str]:
 def run_proxy(upstream: str, *flags: str, model: str = "gpt-4o-mini", **env: str) -> list[str]:
     """Serve, send the failing request twice, stop: the lines the process logged."""
     port = free_port()
-    args = [sys.executable, "-m", "proxy.cli", "serve", "--port", str(port), "--store", "memory"]
+    args = [
+        sys.executable,
+        "-m",
+        "recovery_proxy",
+        "serve",
+        "--port",
+        str(port),
+        "--store",
+        "memory",
+    ]
     args += flags
     environment = clean_env(
         RECOVERY_PROXY_UPSTREAM=upstream, RECOVERY_PROXY_HOT_RELOAD="false", **env

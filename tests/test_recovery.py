@@ -303,7 +303,7 @@ async def test_block_token_cap_trims_older_attempts_and_hints(tmp_path) -> None:
         for _ in range(6):
             await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
             await agent.call("list_dir", {"path": "src"}, "a.ts")
-    from proxy import tokens
+    from recovery_proxy import tokens
 
     failed = [m["content"] for m in agent.forwarded[-1]["messages"] if m["role"] == "tool"][-2]
     block = failed.split("\n\n", 1)[1]
@@ -318,16 +318,16 @@ async def test_block_token_cap_trims_older_attempts_and_hints(tmp_path) -> None:
 
 
 async def test_results_are_classified_once(client, monkeypatch) -> None:
-    import proxy.core.tracker
+    import recovery_proxy.core.tracker
 
     calls: list[str] = []
-    real = proxy.core.tracker.classify
+    real = recovery_proxy.core.tracker.classify
 
     def counting(rules, tool, text, is_error=None):
         calls.append(text)
         return real(rules, tool, text, is_error)
 
-    monkeypatch.setattr(proxy.core.tracker, "classify", counting)
+    monkeypatch.setattr(recovery_proxy.core.tracker, "classify", counting)
     agent = ScriptedAgent(client)
     for i in range(5):
         await agent.call("read_file", {"path": f"f{i}.py"}, f"content {i}")
@@ -373,12 +373,12 @@ async def test_forty_turn_session_is_prompt_cache_safe(client, turns) -> None:
 
 
 async def test_tracker_bug_fails_open_without_counting_a_store_outage(client, monkeypatch) -> None:
-    import proxy.core.tracker
+    import recovery_proxy.core.tracker
 
     def broken(*args, **kwargs):
         raise KeyError("classifier bug")
 
-    monkeypatch.setattr(proxy.core.tracker, "classify", broken)
+    monkeypatch.setattr(recovery_proxy.core.tracker, "classify", broken)
     agent = ScriptedAgent(client)
     response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
     assert response.status_code == 200

@@ -8,9 +8,15 @@ from statistics import fmean, variance
 
 import pytest
 
-from proxy.arms import arm_of
-from proxy.core.state import Link, SessionState, Stats
-from proxy.report import build_report, format_report, session_values, t_quantile_975, welch_interval
+from recovery_proxy.arms import arm_of
+from recovery_proxy.core.state import Link, SessionState, Stats
+from recovery_proxy.report import (
+    build_report,
+    format_report,
+    session_values,
+    t_quantile_975,
+    welch_interval,
+)
 
 # Student's t, 0.975 quantile (standard tables).
 T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 10: 2.228, 30: 2.042, 120: 1.980}

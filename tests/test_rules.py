@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from proxy.core.classify import classify
-from proxy.metrics import Metrics
-from proxy.rules import RulesError
-from proxy.rules_check import check_rules
-from proxy.rules_load import default_rules_dir, load_rules
-from proxy.rules_watch import RulesHolder
+from recovery_proxy.core.classify import classify
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.rules import RulesError
+from recovery_proxy.rules_check import check_rules
+from recovery_proxy.rules_load import default_rules_dir, load_rules
+from recovery_proxy.rules_watch import RulesHolder
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_serve_with_broken_rules_prints_one_line(rules_dir: Path) -> None:
         [
             sys.executable,
             "-m",
-            "proxy.cli",
+            "recovery_proxy",
             "serve",
             "--rules",
             str(rules_dir),

@@ -21,10 +21,10 @@ import httpx
 import orjson
 import pytest
 
-from proxy.cli import build_parser
-from proxy.mock_model import completion
-from proxy.run import run_settings
-from proxy.session import scoped, tenant_of
+from recovery_proxy.cli import build_parser
+from recovery_proxy.mock_model import completion
+from recovery_proxy.run import run_settings
+from recovery_proxy.session import scoped, tenant_of
 from tests.upstream import ROOT, UpstreamMock, upstream_mock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,9 +86,9 @@ def wrapper_env(**extra: str) -> dict[str, str]:
 
 
 def start(flags: list[str], child: list[str], **env: str) -> subprocess.Popen[str]:
-    """`python -m proxy.cli run FLAGS -- python run_child.py ...` in its own process group (no
+    """`python -m recovery_proxy run FLAGS -- python run_child.py ...` in its own process group (no
     terminal: signals reach it only when a test sends them)."""
-    command = [sys.executable, "-m", "proxy.cli", "run", *flags, "--"]
+    command = [sys.executable, "-m", "recovery_proxy", "run", *flags, "--"]
     command += [sys.executable, str(CHILD), *child]
     return subprocess.Popen(
         command,
@@ -188,7 +188,7 @@ def test_gemini_cli_is_pointed_at_the_session_path_too(tmp_path: Path) -> None:
         route = mock.post(f"{ROOT}/v1beta/models/gemini-2.5-pro:generateContent").mock(
             return_value=httpx.Response(200, json={"candidates": []})
         )
-        command = [sys.executable, "-m", "proxy.cli", "run", "--session", "gem-1", "--quiet"]
+        command = [sys.executable, "-m", "recovery_proxy", "run", "--session", "gem-1", "--quiet"]
         command += ["--", sys.executable, "-c", GEMINI_CHILD, str(report)]
         env = wrapper_env(GOOGLE_GEMINI_BASE_URL=ROOT)
         done = subprocess.run(
@@ -317,7 +317,7 @@ def test_a_ctrl_c_at_the_terminal_reaches_the_child_once(
     """Ctrl-C on a real terminal (a pty the wrapper has as its controlling terminal) signals
     the whole foreground group, wrapper and child: the wrapper must not send a second one."""
     report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "proxy.cli", "run", "--quiet", "--"]
+    command = [sys.executable, "-m", "recovery_proxy", "run", "--quiet", "--"]
     command += [sys.executable, str(CHILD), str(report), "count", "5"]
     env = wrapper_env()
     pid, terminal = pty.fork()  # the child: a new session, the pty its controlling terminal
@@ -359,7 +359,7 @@ def drain(fd: int, wait: float) -> bytes:
 
 def test_a_missing_command_is_127_and_a_bad_session_or_no_command_is_2(tmp_path: Path) -> None:
     env = wrapper_env()
-    base = [sys.executable, "-m", "proxy.cli", "run"]
+    base = [sys.executable, "-m", "recovery_proxy", "run"]
     cases = [
         ([*base, "--quiet", "--", str(tmp_path / "no-such-agent")], 127, "command not found"),
         ([*base, "--session", "bad id", "--", "true"], 2, "--session"),

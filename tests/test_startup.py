@@ -13,8 +13,8 @@ import pytest
 OPTIONAL = ("litellm", "fastapi", "redis", "httpx")
 SERVE_UNTIL_READY = """
 import asyncio, json, sys
-from proxy.config import Settings
-from proxy.serve import start_app
+from recovery_proxy.config import Settings
+from recovery_proxy.serve import start_app
 
 app = start_app(Settings(store={store!r}, admin_token={token!r}, hot_reload=False))
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from proxy.core import render
-from proxy.core.conversation import Conversation, ToolResult
-from proxy.core.state import FailureRecord, SessionState, ThreadState
-from proxy.rules import Rules
+from recovery_proxy.core import render
+from recovery_proxy.core.conversation import Conversation, ToolResult
+from recovery_proxy.core.state import FailureRecord, SessionState, ThreadState
+from recovery_proxy.rules import Rules
 
 MAX_USER_ANCHORS = 64
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxy.core.conversation import Conversation, digest
-from proxy.core.state import Compaction, LoopState
-from proxy.rules import Rules, Thresholds
+from recovery_proxy.core.conversation import Conversation, digest
+from recovery_proxy.core.state import Compaction, LoopState
+from recovery_proxy.rules import Rules, Thresholds
 
 
 @dataclass

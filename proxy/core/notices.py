@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.core import loops
-from proxy.core.conversation import Conversation, ToolResult
-from proxy.core.plan import Plan
-from proxy.core.state import FailureRecord, SessionState
-from proxy.core.timeline import event
-from proxy.rules import Rules
+from recovery_proxy.core import loops
+from recovery_proxy.core.conversation import Conversation, ToolResult
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.state import FailureRecord, SessionState
+from recovery_proxy.core.timeline import event
+from recovery_proxy.rules import Rules
 
 
 def same_failure(a: FailureRecord, b: FailureRecord) -> bool:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core import render
-from proxy.core.conversation import Position
-from proxy.core.state import FailureRecord, SessionState
-from proxy.rules import Rules
+from recovery_proxy.core import render
+from recovery_proxy.core.conversation import Position
+from recovery_proxy.core.state import FailureRecord, SessionState
+from recovery_proxy.rules import Rules
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from proxy.core.state import FailureRecord
-from proxy.rules import Rules
+from recovery_proxy.core.state import FailureRecord
+from recovery_proxy.rules import Rules
 
 
 def operation(tool: str, target: str) -> str:

@@ -20,9 +20,9 @@ import hashlib
 
 import orjson
 
-from proxy.core import loops, render
-from proxy.core.classify import Verdict, classify, target_of
-from proxy.core.compaction import (
+from recovery_proxy.core import loops, render
+from recovery_proxy.core.classify import Verdict, classify, target_of
+from recovery_proxy.core.compaction import (
     detect_compaction,
     frozen_summary,
     has_marker,
@@ -30,8 +30,8 @@ from proxy.core.compaction import (
     remember_thread,
     visible_failures,
 )
-from proxy.core.conversation import Conversation, ToolResult, identify
-from proxy.core.notices import (
+from recovery_proxy.core.conversation import Conversation, ToolResult, identify
+from recovery_proxy.core.notices import (
     conversation_loops,
     escalate,
     loop_notices,
@@ -39,8 +39,8 @@ from proxy.core.notices import (
     repeat_notices,
     same_failure,
 )
-from proxy.core.plan import Budget, Plan, fit_block
-from proxy.core.state import (
+from recovery_proxy.core.plan import Budget, Plan, fit_block
+from recovery_proxy.core.state import (
     MAX_CALLS,
     MAX_RECORDS,
     MAX_SEEN,
@@ -48,8 +48,8 @@ from proxy.core.state import (
     FailureRecord,
     SessionState,
 )
-from proxy.core.timeline import event, new_event, summarised
-from proxy.rules import Rules
+from recovery_proxy.core.timeline import event, new_event, summarised
+from recovery_proxy.rules import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 # Results judged per request: a proxy put in front of a long conversation sees all of it at

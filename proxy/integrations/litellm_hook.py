@@ -4,7 +4,7 @@ recovery pipeline on each request's messages.
 LiteLLM loads callbacks from a Python file next to its `config.yaml`:
 
     # recovery_callbacks.py
-    from proxy.integrations.litellm_hook import recovery_hook
+    from recovery_proxy.integrations.litellm_hook import recovery_hook
 
     # config.yaml
     litellm_settings:
@@ -27,10 +27,10 @@ from typing import Any
 import orjson
 from litellm.integrations.custom_logger import CustomLogger
 
-from proxy.config import Settings
-from proxy.hook import ChatRequest, Rewriter
-from proxy.metrics import Metrics
-from proxy.wire import WireFormat, anthropic_messages, openai_chat
+from recovery_proxy.config import Settings
+from recovery_proxy.hook import ChatRequest, Rewriter
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.wire import WireFormat, anthropic_messages, openai_chat
 
 log = logging.getLogger("recovery_proxy")
 WIRES: dict[str, WireFormat] = {
@@ -56,11 +56,11 @@ class RecoveryHook(CustomLogger):
         """The recovery pipeline, built on first use (settings from `RECOVERY_PROXY_*`)."""
         async with self._lock:
             if self._pipeline is None:
-                from proxy import tokens
-                from proxy.pipeline import RecoveryPipeline
-                from proxy.rules_watch import RulesHolder
-                from proxy.store import open_store
-                from proxy.webhooks import Webhooks
+                from recovery_proxy import tokens
+                from recovery_proxy.pipeline import RecoveryPipeline
+                from recovery_proxy.rules_watch import RulesHolder
+                from recovery_proxy.store import open_store
+                from recovery_proxy.webhooks import Webhooks
 
                 settings = self.settings or Settings()
                 rules = RulesHolder(settings.rules, self.metrics, settings.extra_rules)

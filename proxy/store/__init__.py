@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from proxy.config import Settings
-from proxy.store.base import Store, StoreUnavailable
-from proxy.store.memory import MemoryStore
-from proxy.store.sqlite import SqliteStore
+from recovery_proxy.config import Settings
+from recovery_proxy.store.base import Store, StoreUnavailable
+from recovery_proxy.store.memory import MemoryStore
+from recovery_proxy.store.sqlite import SqliteStore
 
 __all__ = [
     "MemoryStore",
@@ -63,7 +63,7 @@ async def open_store(settings: Settings) -> Store:
     if kind == "memory":
         return MemoryStore(settings.max_sessions, settings.session_ttl_seconds)
     if kind == "redis":  # imported here: redis-py costs ~0.1 s of start-up for the others
-        from proxy.store.redis import RedisStore
+        from recovery_proxy.store.redis import RedisStore
 
         return RedisStore(spec, settings.redis_prefix, settings.session_ttl_seconds)
     path = sqlite_path(spec)

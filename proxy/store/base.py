@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from proxy.core.state import SessionState
+from recovery_proxy.core.state import SessionState
 
 T = TypeVar("T")
 

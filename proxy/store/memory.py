@@ -17,8 +17,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar
 
-from proxy.core.state import SessionState
-from proxy.store.base import LiveStates
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.store.base import LiveStates
 
 T = TypeVar("T")
 LEVEL = 3  # zlib, measured on 14 KB of state JSON: 33 us to 2.6 KB (level 6: 69 us, 2.4 KB)

@@ -19,8 +19,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, TimeoutError, WatchError
 
-from proxy.core.state import SessionState
-from proxy.store.base import StoreUnavailable
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.store.base import StoreUnavailable
 
 T = TypeVar("T")
 

@@ -28,8 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from proxy.core.state import SessionState
-from proxy.store.base import LiveStates
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.store.base import LiveStates
 
 T = TypeVar("T")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.wire import anthropic_messages, gemini, openai_chat, openai_responses
-from proxy.wire.base import WireFormat
+from recovery_proxy.wire import anthropic_messages, gemini, openai_chat, openai_responses
+from recovery_proxy.wire.base import WireFormat
 
 FORMATS: list[WireFormat] = [
     openai_chat.FORMAT,

@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy import tokens
-from proxy.core.conversation import Conversation
-from proxy.core.plan import Plan
-from proxy.rules import Placement
+from recovery_proxy import tokens
+from recovery_proxy.core.conversation import Conversation
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
 
 Payload = dict[str, Any]
 Headers = Mapping[str, str]

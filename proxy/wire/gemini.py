@@ -19,10 +19,10 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire.base import WireFormat, splice_parts, text_tokens
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire.base import WireFormat, splice_parts, text_tokens
 
 API_KEY_HEADER = "x-goog-api-key"
 PATH_PREFIXES = ("/v1beta/models/", "/v1/models/")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from proxy import tokens
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire.base import CallQueue, WireFormat
-from proxy.wire.openai_errors import chat_stream_error, error_body
+from recovery_proxy import tokens
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire.base import CallQueue, WireFormat
+from recovery_proxy.wire.openai_errors import chat_stream_error, error_body
 
 SMOL_PREFIX = "Call id: "
 SMOL_ERROR = "\nError:\n"

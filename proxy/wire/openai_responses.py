@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire.base import WireFormat, text_tokens
-from proxy.wire.openai_errors import error_body, responses_stream_error
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire.base import WireFormat, text_tokens
+from recovery_proxy.wire.openai_errors import error_body, responses_stream_error
 
 CALLS = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call"}

@@ -5,15 +5,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import proxy.core
+import recovery_proxy.core
 
-CORE = Path(proxy.core.__file__).parent
-FORBIDDEN = ("proxy.wire", "proxy.app", "proxy.pipeline", "proxy.forward", "starlette", "fastapi")
-PROXY_ALLOWED = ("proxy.core", "proxy.rules")
+CORE = Path(recovery_proxy.core.__file__).parent
+FORBIDDEN = (
+    "recovery_proxy.wire",
+    "recovery_proxy.app",
+    "recovery_proxy.pipeline",
+    "recovery_proxy.forward",
+    "starlette",
+    "fastapi",
+)
+PROXY_ALLOWED = ("recovery_proxy.core", "recovery_proxy.rules")
 
 
 def imported_modules(path: Path) -> list[str]:
-    """Every module a file imports, absolute (`from . import x` resolved inside proxy.core)."""
+    """Every module a file imports, absolute (`from . import x` resolved inside recovery_proxy.core)."""
     names: list[str] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -21,7 +28,7 @@ def imported_modules(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(["proxy", "core", *([base] if base else [])])
+                base = ".".join(["recovery_proxy", "core", *([base] if base else [])])
             names += [base] + [f"{base}.{alias.name}" for alias in node.names]
     return names
 
@@ -37,7 +44,7 @@ def test_core_imports_no_wire_format_app_or_http_framework() -> None:
     for path in sorted(CORE.glob("*.py")):
         for name in imported_modules(path):
             forbidden = any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
-            foreign = (name == "proxy" or name.startswith("proxy.")) and not any(
+            foreign = (name == "recovery_proxy" or name.startswith("recovery_proxy.")) and not any(
                 name == a or name.startswith(a + ".") for a in PROXY_ALLOWED
             )
             if forbidden or foreign:
@@ -48,10 +55,13 @@ def test_core_imports_no_wire_format_app_or_http_framework() -> None:
 def test_the_walk_sees_imports_of_every_shape(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "import starlette.responses\nfrom proxy.wire import openai_chat\nfrom . import plan\n"
+        "import starlette.responses\nfrom recovery_proxy.wire import openai_chat\nfrom . import plan\n"
         "def f():\n    from fastapi import FastAPI\n"
     )
     names = imported_modules(sample)
-    assert {"starlette.responses", "proxy.wire.openai_chat", "proxy.core.plan", "fastapi"} <= set(
-        names
-    )
+    assert {
+        "starlette.responses",
+        "recovery_proxy.wire.openai_chat",
+        "recovery_proxy.core.plan",
+        "fastapi",
+    } <= set(names)

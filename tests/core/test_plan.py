@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.rules import Rules
+from recovery_proxy.rules import Rules
 from tests.core.transcript import Transcript, approx_tokens, budget, with_rules
 
 
@@ -62,7 +62,7 @@ def test_the_block_cap_drops_older_attempts_first(rules: Rules) -> None:
 
 
 def test_error_label_is_not_doubled() -> None:
-    from proxy.core.render import unlabelled
+    from recovery_proxy.core.render import unlabelled
 
     template = "[Error Recovery Context]\nOperation: {operation}\nError: {error}\n"
     assert unlabelled(template, "Error: ENOENT: no such file") == "ENOENT: no such file"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.core.classify import Verdict
-from proxy.core.conversation import ToolResult
-from proxy.rules import Rules
+from recovery_proxy.core.classify import Verdict
+from recovery_proxy.core.conversation import ToolResult
+from recovery_proxy.rules import Rules
 from tests.core.transcript import ENOENT, REFUSED, Transcript, with_rules
 
 
@@ -139,8 +139,8 @@ def test_a_huge_first_sight_judges_a_bounded_number_and_then_only_the_new(
 ) -> None:
     """5,000 failing results seen at once: at most MAX_JUDGED are judged; each later request
     judges only what is new, even past the MAX_SEEN results a session can remember."""
-    from proxy.core import tracker
-    from proxy.core.state import MAX_SEEN
+    from recovery_proxy.core import tracker
+    from recovery_proxy.core.state import MAX_SEEN
 
     judged: list[str] = []
     real = tracker.classify

@@ -6,11 +6,11 @@ import dataclasses
 import itertools
 from typing import Any
 
-from proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
-from proxy.core.plan import Budget, Plan
-from proxy.core.state import SessionState
-from proxy.core.tracker import observe
-from proxy.rules import Escalation, Rules, Thresholds
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
+from recovery_proxy.core.plan import Budget, Plan
+from recovery_proxy.core.state import SessionState
+from recovery_proxy.core.tracker import observe
+from recovery_proxy.rules import Escalation, Rules, Thresholds
 
 SYSTEM = "You are a coding agent working in /srv/checkout-service."
 TASK = "The payment webhook test fails on CI; find out why and fix it."

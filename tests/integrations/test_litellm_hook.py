@@ -20,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from proxy.servers import free_port
+from recovery_proxy.servers import free_port
 from tests.upstream import ROOT, upstream_mock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def litellm_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     python = litellm_python()
     folder = tmp_path_factory.mktemp("litellm")
     (folder / "recovery_callbacks.py").write_text(
-        "from proxy.integrations.litellm_hook import recovery_hook\n"
+        "from recovery_proxy.integrations.litellm_hook import recovery_hook\n"
     )
     (folder / "config.yaml").write_text(
         "model_list:\n"
@@ -173,6 +173,6 @@ def test_the_upstream_sees_the_block_and_the_second_lists_the_first(litellm_prox
 
 def test_the_hook_module_is_importable_in_this_venv() -> None:
     """The plugin imports with the proxy's own pinned litellm too (no LiteLLM Proxy extras)."""
-    code = "from proxy.integrations.litellm_hook import recovery_hook; print(type(recovery_hook).__mro__[1].__name__)"
+    code = "from recovery_proxy.integrations.litellm_hook import recovery_hook; print(type(recovery_hook).__mro__[1].__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "CustomLogger"

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.mock_model import create_mock_app
-from proxy.servers import BackgroundServer, free_port
+from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.servers import BackgroundServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
@@ -100,7 +100,7 @@ class RedisServer:
 
 
 class ProxyProcess:
-    """`python -m proxy.cli serve` in its own OS process, on a fixed loopback port."""
+    """`python -m recovery_proxy serve` in its own OS process, on a fixed loopback port."""
 
     def __init__(
         self,
@@ -125,7 +125,7 @@ class ProxyProcess:
         args = [
             sys.executable,
             "-m",
-            "proxy.cli",
+            "recovery_proxy",
             "serve",
             "--port",
             str(self.port),

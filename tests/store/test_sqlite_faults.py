@@ -90,13 +90,13 @@ def serve_once(store: str, tmp_path: Path) -> tuple[int, str]:
     the store is imported first."""
     import uvicorn  # noqa: F401
 
-    import proxy.app
-    import proxy.logs
-    import proxy.rules
-    import proxy.rules_load
-    import proxy.serve
-    import proxy.store  # noqa: F401
-    from proxy.cli import main
+    import recovery_proxy.app
+    import recovery_proxy.logs
+    import recovery_proxy.rules
+    import recovery_proxy.rules_load
+    import recovery_proxy.serve
+    import recovery_proxy.store  # noqa: F401
+    from recovery_proxy.cli import main
 
     err = tmp_path / "stderr.txt"
     pid = os.fork()

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from redis.exceptions import RedisError
 
-from proxy.cli import build_parser, main
-from proxy.config import Settings
-from proxy.core.state import FailureRecord, SessionState
-from proxy.serve import serve_settings
-from proxy.store import MemoryStore, SqliteStore, Store, StoreUnavailable, open_store
-from proxy.store.redis import RedisStore
+from recovery_proxy.cli import build_parser, main
+from recovery_proxy.config import Settings
+from recovery_proxy.core.state import FailureRecord, SessionState
+from recovery_proxy.serve import serve_settings
+from recovery_proxy.store import MemoryStore, SqliteStore, Store, StoreUnavailable, open_store
+from recovery_proxy.store.redis import RedisStore
 from tests.store.conftest import ROOT, clean_env
 
 KEY = "5f1c0e2a9b7d3c41:h:agent-run-7f3a"  # tenant hash : session id, as the pipeline makes
@@ -150,8 +150,8 @@ async def test_fifty_concurrent_updates_on_one_session(make_store: StoreFactory)
 # A worker process: open the store, say "ready", wait for "go", run its updates concurrently.
 WORKER = """
 import asyncio, sys, time
-from proxy.config import Settings
-from proxy.store import open_store
+from recovery_proxy.config import Settings
+from recovery_proxy.store import open_store
 
 spec, key, worker, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 
@@ -234,9 +234,9 @@ async def test_memory_store_packs_sessions_past_the_plain_ones_and_reads_them_ba
 ) -> None:
     import zlib
 
-    import proxy.store.memory
+    import recovery_proxy.store.memory
 
-    monkeypatch.setattr(proxy.store.memory, "PLAIN", 2)
+    monkeypatch.setattr(recovery_proxy.store.memory, "PLAIN", 2)
     store = MemoryStore(max_sessions=100)
     keys = [f"5f1c0e2a9b7d3c41:h:agent-{n}" for n in range(5)]
     for n, key in enumerate(keys):

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import orjson
 
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire.anthropic_messages import error_body, parse, session_hint, splice
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire.anthropic_messages import error_body, parse, session_hint, splice
 from tests.conftest import ANTHROPIC_UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock
 from tests.wire.agents import ClaudeAgent

@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxy.config import Settings
-from proxy.wire import (
+from recovery_proxy.config import Settings
+from recovery_proxy.wire import (
     DEFAULT,
     FORMATS,
     WireFormat,

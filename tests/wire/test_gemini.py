@@ -17,12 +17,12 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from proxy.app import create_app
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.servers import BackgroundServer
-from proxy.wire import FORMATS, for_passthrough
-from proxy.wire.gemini import FORMAT, error_body, matches, parse, splice, with_query_key
+from recovery_proxy.app import create_app
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.wire import FORMATS, for_passthrough
+from recovery_proxy.wire.gemini import FORMAT, error_body, matches, parse, splice, with_query_key
 from tests.conftest import local_rules, make_settings, proxy_client
 from tests.upstream import ROOT, MockRoute, upstream_mock
 
@@ -415,7 +415,7 @@ async def test_the_window_is_the_path_models(client) -> None:
     """The body names no model: the path's `gemini-2.5-pro` (a 1M-token window) sets the
     budget, so a 150k-token session still gets full blocks (a 128k default would allow only
     escalations past ~109k tokens)."""
-    from proxy.wire.gemini import model_of_path
+    from recovery_proxy.wire.gemini import model_of_path
 
     assert model_of_path(STREAM_PATH) == MODEL
     assert model_of_path("/v1/models/gemini-2.5-flash:generateContent") == "gemini-2.5-flash"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.wire import anthropic_messages, openai_chat, openai_responses
+from recovery_proxy.wire import anthropic_messages, openai_chat, openai_responses
 
 TASK = "Fix the failing invoice export."
 SAID = "I will run the export again to check."

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.core.plan import Plan
-from proxy.rules import Placement
-from proxy.wire import openai_chat
-from proxy.wire.openai_chat import parse
+from recovery_proxy.core.plan import Plan
+from recovery_proxy.rules import Placement
+from recovery_proxy.wire import openai_chat
+from recovery_proxy.wire.openai_chat import parse
 
 APPEND = Placement(mode="append")
 
