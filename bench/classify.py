@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from recovery_proxy.core.classify import classify
-from recovery_proxy.rules_load import load_rules
+from recovery_proxy.rules.load import load_rules
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "tool_results.yaml"
 

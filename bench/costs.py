@@ -20,9 +20,9 @@ import orjson
 
 from recovery_proxy import tokens
 from recovery_proxy.config import Settings
-from recovery_proxy.hook import ChatRequest
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.rewrite import ChatRequest
 from recovery_proxy.wire import DEFAULT
 
 HEADERS = {"authorization": "Bearer sk-bench"}

@@ -19,9 +19,9 @@ import orjson
 
 from bench.common import conversation, percentiles
 from recovery_proxy.config import Settings
-from recovery_proxy.hook import ChatRequest
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.rewrite import ChatRequest
 
 
 async def run(messages: int, rounds: int) -> None:

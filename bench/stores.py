@@ -160,9 +160,9 @@ async def template_state(records: int) -> bytes:
     """The JSON state the real pipeline keeps for a session with `records` failures (and
     twice as many successful tool results)."""
     from recovery_proxy.config import Settings
-    from recovery_proxy.hook import ChatRequest
     from recovery_proxy.metrics import Metrics
     from recovery_proxy.pipeline import open_pipeline
+    from recovery_proxy.rewrite import ChatRequest
 
     settings = Settings(upstream="http://127.0.0.1:9/v1", hot_reload=False, store="memory")
     async with AsyncExitStack() as stack:

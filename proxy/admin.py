@@ -37,7 +37,7 @@ from recovery_proxy.inspector import (
     token_page,
 )
 from recovery_proxy.report import build_report
-from recovery_proxy.rules import RulesError
+from recovery_proxy.rules.model import RulesError
 
 if TYPE_CHECKING:
     from recovery_proxy.app import RecoveryProxy

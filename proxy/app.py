@@ -36,11 +36,11 @@ from recovery_proxy.asgi import (
 from recovery_proxy.config import Settings
 from recovery_proxy.control import control_app
 from recovery_proxy.forward import HeaderError, Upstream, new_session, upstream_headers
-from recovery_proxy.hook import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from recovery_proxy.logs import log_request
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.models import load_models
 from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
 from recovery_proxy.wire.base import exact_paths_only
 

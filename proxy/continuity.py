@@ -18,7 +18,7 @@ from collections import OrderedDict
 from recovery_proxy.core.compaction import has_marker
 from recovery_proxy.core.conversation import STRONG_ID, Conversation, identify
 from recovery_proxy.core.state import MAX_LINKS, Link, SessionState
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from recovery_proxy.session import FINGERPRINT, scoped
 from recovery_proxy.store import Store
 

@@ -19,8 +19,8 @@ from recovery_proxy.core.classify import classify, target_of
 from recovery_proxy.core.plan import Budget
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
-from recovery_proxy.rules import Rules, RulesError
-from recovery_proxy.rules_load import load_rules
+from recovery_proxy.rules.load import load_rules
+from recovery_proxy.rules.model import Rules, RulesError
 from recovery_proxy.wire import FORMATS, WireFormat
 
 

@@ -19,10 +19,10 @@ from recovery_proxy.core.conversation import Conversation
 from recovery_proxy.core.plan import Budget, Plan
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
-from recovery_proxy.hook import UNCHANGED, ChatRequest, Rewrite
 from recovery_proxy.metrics import Metrics
-from recovery_proxy.rules import Rules
-from recovery_proxy.rules_watch import RulesHolder
+from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite
+from recovery_proxy.rules.model import Rules
+from recovery_proxy.rules.watch import RulesHolder
 from recovery_proxy.session import FINGERPRINT, scoped, session_id, tenant_of
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 from recovery_proxy.core.classify import categorise, key_line
-from recovery_proxy.rules import Matcher, Rules, RulesError
-from recovery_proxy.rules_load import load_rules
-from recovery_proxy.rules_schema import PatternRule
+from recovery_proxy.rules.load import load_rules
+from recovery_proxy.rules.model import Matcher, Rules, RulesError
+from recovery_proxy.rules.schema import PatternRule
 
 
 def example_failures(rules: Rules) -> tuple[int, list[str]]:

@@ -63,8 +63,8 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     than a traceback from inside the server's lifespan."""
     from recovery_proxy.app import create_app
     from recovery_proxy.logs import configure
-    from recovery_proxy.rules import RulesError
-    from recovery_proxy.rules_load import load_rules
+    from recovery_proxy.rules.load import load_rules
+    from recovery_proxy.rules.model import RulesError
     from recovery_proxy.store import StoreUnavailable, check_spec, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)

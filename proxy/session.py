@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from recovery_proxy.rules import Sessions
+from recovery_proxy.rules.model import Sessions
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 FINGERPRINT = "fp:"  # the prefix of a fingerprint id: no session was named

@@ -17,7 +17,7 @@ import pytest
 from recovery_proxy import tokens
 from recovery_proxy.app import RewriterFactory, create_app
 from recovery_proxy.config import Settings
-from recovery_proxy.rules_load import default_rules_dir
+from recovery_proxy.rules.load import default_rules_dir
 from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from recovery_proxy.core.classify import classify
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 CORPUS = Path(__file__).parent / "data" / "tool_results.yaml"
 # Written later by another author without seeing the rules; scored once before any tuning on it.
@@ -89,7 +89,7 @@ def per_category(s: Score) -> dict[str, tuple[int, int, int, int]]:
 
 def report(path: Path = CORPUS) -> str:
     """A Markdown table: overall figures, per-category recall, precision and accuracy."""
-    from recovery_proxy.rules_load import load_rules
+    from recovery_proxy.rules.load import load_rules
 
     entries = load_corpus(path)
     s = score(load_rules(), entries)

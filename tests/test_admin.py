@@ -324,7 +324,7 @@ async def test_rules_reload_applies_and_a_broken_directory_keeps_the_old_rules(
 
 async def test_rules_reload_without_the_pipeline_is_503() -> None:
     """A custom rewriter (no store, no rules holder): the admin API says so, plainly."""
-    from recovery_proxy.hook import UNCHANGED
+    from recovery_proxy.rewrite import UNCHANGED
 
     async def factory(*_: Any) -> Any:
         async def rewrite(request: Any) -> Any:

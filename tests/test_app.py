@@ -8,8 +8,8 @@ import orjson
 from httpx import Response
 
 from recovery_proxy.config import Settings
-from recovery_proxy.hook import ChatRequest, Rewrite, Rewriter
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recovery_proxy.core.classify import classify, scan_window, target_of
-from recovery_proxy.rules_load import load_rules
+from recovery_proxy.rules.load import load_rules
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from recovery_proxy.rules_load import load_rules
+from recovery_proxy.rules.load import load_rules
 from tests.corpus import (
     CORPORA,
     CORPUS,
@@ -60,7 +60,7 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
     from dataclasses import replace
 
     from recovery_proxy.core.classify import classify
-    from recovery_proxy.rules import Matcher, PatternSet
+    from recovery_proxy.rules.model import Matcher, PatternSet
 
     class OneByOne(PatternSet):
         """The reference: each pattern searched on its own, in order."""

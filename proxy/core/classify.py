@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 KEY_LINE_MAX = 200
 

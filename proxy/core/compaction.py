@@ -13,7 +13,7 @@ from collections.abc import Callable
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Conversation, ToolResult
 from recovery_proxy.core.state import FailureRecord, SessionState, ThreadState
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 MAX_USER_ANCHORS = 64
 

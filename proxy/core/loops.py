@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from recovery_proxy.core.conversation import Conversation, digest
 from recovery_proxy.core.state import Compaction, LoopState
-from recovery_proxy.rules import Rules, Thresholds
+from recovery_proxy.rules.model import Rules, Thresholds
 
 
 @dataclass

@@ -12,7 +12,7 @@ from recovery_proxy.core.conversation import Conversation, ToolResult
 from recovery_proxy.core.plan import Plan
 from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.core.timeline import event
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 
 def same_failure(a: FailureRecord, b: FailureRecord) -> bool:

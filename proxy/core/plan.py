@@ -10,7 +10,7 @@ from typing import Any
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Position
 from recovery_proxy.core.state import FailureRecord, SessionState
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from recovery_proxy.core.state import FailureRecord
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 
 def operation(tool: str, target: str) -> str:

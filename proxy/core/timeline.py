@@ -5,7 +5,7 @@ notices append them as things happen (capped by `SessionState.trim`)."""
 from __future__ import annotations
 
 from recovery_proxy.core.state import Event, EventKind, SessionState
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 EVENT_TEXT = 200  # characters of a timeline event's text (a key line, a notice, a reason)
 

@@ -49,7 +49,7 @@ from recovery_proxy.core.state import (
     SessionState,
 )
 from recovery_proxy.core.timeline import event, new_event, summarised
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 
 MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 # Results judged per request: a proxy put in front of a long conversation sees all of it at

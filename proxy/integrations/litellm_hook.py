@@ -28,8 +28,8 @@ import orjson
 from litellm.integrations.custom_logger import CustomLogger
 
 from recovery_proxy.config import Settings
-from recovery_proxy.hook import ChatRequest, Rewriter
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.rewrite import ChatRequest, Rewriter
 from recovery_proxy.wire import WireFormat, anthropic_messages, openai_chat
 
 log = logging.getLogger("recovery_proxy")
@@ -58,7 +58,7 @@ class RecoveryHook(CustomLogger):
             if self._pipeline is None:
                 from recovery_proxy import tokens
                 from recovery_proxy.pipeline import RecoveryPipeline
-                from recovery_proxy.rules_watch import RulesHolder
+                from recovery_proxy.rules.watch import RulesHolder
                 from recovery_proxy.store import open_store
                 from recovery_proxy.webhooks import Webhooks
 

@@ -17,7 +17,7 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"

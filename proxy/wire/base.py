@@ -14,7 +14,7 @@ from typing import Any
 from recovery_proxy import tokens
 from recovery_proxy.core.conversation import Conversation
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 
 Payload = dict[str, Any]
 Headers = Mapping[str, str]

@@ -21,7 +21,7 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.base import WireFormat, splice_parts, text_tokens
 
 API_KEY_HEADER = "x-goog-api-key"

@@ -12,7 +12,7 @@ from typing import Any
 from recovery_proxy import tokens
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.base import CallQueue, WireFormat
 from recovery_proxy.wire.openai_errors import chat_stream_error, error_body
 

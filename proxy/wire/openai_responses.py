@@ -17,7 +17,7 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.base import WireFormat, text_tokens
 from recovery_proxy.wire.openai_errors import error_body, responses_stream_error
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from recovery_proxy.rules import Rules
-from recovery_proxy.rules_load import default_rules_dir, load_rules
+from recovery_proxy.rules.load import default_rules_dir, load_rules
+from recovery_proxy.rules.model import Rules
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ FORBIDDEN = (
     "starlette",
     "fastapi",
 )
-PROXY_ALLOWED = ("recovery_proxy.core", "recovery_proxy.rules")
+PROXY_ALLOWED = ("recovery_proxy.core", "recovery_proxy.rules.model")
 
 
 def imported_modules(path: Path) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from tests.core.transcript import ENOENT, Transcript
 
 BUILD = "error[E0308]: mismatched types\n --> src/main.rs:4:18"

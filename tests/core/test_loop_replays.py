@@ -9,7 +9,7 @@ than a peer, the test says so."""
 
 from __future__ import annotations
 
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from tests.core.transcript import Transcript
 
 LS = ("bash", {"command": "ls -la src"}, "total 8\n-rw-r--r-- 1 dev dev 120 app.py")

@@ -7,8 +7,8 @@ import pytest
 
 from recovery_proxy.core import loops
 from recovery_proxy.core.state import Compaction, LoopState
-from recovery_proxy.rules import Rules, RulesError, Thresholds
-from recovery_proxy.rules_load import build
+from recovery_proxy.rules.load import build
+from recovery_proxy.rules.model import Rules, RulesError, Thresholds
 from tests.core.transcript import ENOENT, Transcript, with_rules
 
 PAGE = "Showing lines {0}-{1} of invoices.csv\n2024-03-{0:02d},ACME,1200.00"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from tests.core.transcript import Transcript, approx_tokens, budget, with_rules
 
 

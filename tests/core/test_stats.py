@@ -5,7 +5,7 @@ from __future__ import annotations
 from recovery_proxy.core.plan import Budget
 from recovery_proxy.core.state import MAX_TIMELINE, SessionState
 from recovery_proxy.core.tracker import observe
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from tests.core.test_compaction_signals import CLAUDE_SUMMARY, failing_history
 from tests.core.transcript import ENOENT, REFUSED, Transcript, approx_tokens, budget, with_rules
 

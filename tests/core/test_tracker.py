@@ -6,7 +6,7 @@ import pytest
 
 from recovery_proxy.core.classify import Verdict
 from recovery_proxy.core.conversation import ToolResult
-from recovery_proxy.rules import Rules
+from recovery_proxy.rules.model import Rules
 from tests.core.transcript import ENOENT, REFUSED, Transcript, with_rules
 
 

@@ -10,7 +10,7 @@ from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult,
 from recovery_proxy.core.plan import Budget, Plan
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
-from recovery_proxy.rules import Escalation, Rules, Thresholds
+from recovery_proxy.rules.model import Escalation, Rules, Thresholds
 
 SYSTEM = "You are a coding agent working in /srv/checkout-service."
 TASK = "The payment webhook test fails on CI; find out why and fix it."

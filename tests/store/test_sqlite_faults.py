@@ -92,8 +92,8 @@ def serve_once(store: str, tmp_path: Path) -> tuple[int, str]:
 
     import recovery_proxy.app
     import recovery_proxy.logs
-    import recovery_proxy.rules
-    import recovery_proxy.rules_load
+    import recovery_proxy.rules.load
+    import recovery_proxy.rules.model
     import recovery_proxy.serve
     import recovery_proxy.store  # noqa: F401
     from recovery_proxy.cli import main

@@ -9,7 +9,7 @@ import httpx
 import orjson
 
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.anthropic_messages import error_body, parse, session_hint, splice
 from tests.conftest import ANTHROPIC_UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from recovery_proxy.app import create_app
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.servers import BackgroundServer
 from recovery_proxy.wire import FORMATS, for_passthrough
 from recovery_proxy.wire.gemini import FORMAT, error_body, matches, parse, splice, with_query_key

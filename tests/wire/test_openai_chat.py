@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire import openai_chat
 from recovery_proxy.wire.openai_chat import parse
 

@@ -8,8 +8,8 @@ import orjson
 
 from recovery_proxy.core.classify import classify
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.rules import Placement
-from recovery_proxy.rules_load import default_rules_dir, load_rules
+from recovery_proxy.rules.load import default_rules_dir, load_rules
+from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.openai_responses import parse, splice
 from tests.conftest import local_rules, make_settings, proxy_client
 from tests.wire.agents import CODEX_INSTRUCTIONS, ResponsesAgent, user_item

@@ -8,8 +8,8 @@ import logging
 from pathlib import Path
 
 from recovery_proxy.metrics import Metrics
-from recovery_proxy.rules import Rules, RulesError
-from recovery_proxy.rules_load import default_rules_dir, load_rules
+from recovery_proxy.rules.load import default_rules_dir, load_rules
+from recovery_proxy.rules.model import Rules, RulesError
 
 log = logging.getLogger("recovery_proxy")
 

@@ -1,6 +1,6 @@
 """The active rule set, compiled: `Rules` and its parts (`Category`, `Matcher`, `PatternSet`),
 every pattern compiled once with RE2 (linear time, safe on untrusted text). Immutable: it is
-built from rule files by proxy/rules_load.py, and a reload builds a new one. A problem is a
+built from rule files by proxy/rules/load.py, and a reload builds a new one. A problem is a
 `RulesError` naming the file, the rule id and what is wrong.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import re2
 
-from recovery_proxy.rules_schema import (
+from recovery_proxy.rules.schema import (
     Escalation,
     Placement,
     RuleFile,

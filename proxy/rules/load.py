@@ -1,6 +1,6 @@
 """Loading rules: read and validate every `*.yaml` file of a rules directory (the bundled one
-by default, optionally an extra directory on top: proxy/rules_overlay.py) and build them into
-one compiled `Rules` (proxy/rules.py). Files are merged in name order (lists concatenate,
+by default, optionally an extra directory on top: proxy/rules/overlay.py) and build them into
+one compiled `Rules` (proxy/rules/model.py). Files are merged in name order (lists concatenate,
 mappings merge key by key, later files win). Any problem is a `RulesError` naming the file,
 the rule id and what is wrong; a bad file is never half-applied.
 """
@@ -16,9 +16,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from recovery_proxy.rules import Category, Matcher, PatternSet, Rules, RulesError, compile_pattern
-from recovery_proxy.rules_overlay import overlay
-from recovery_proxy.rules_schema import (
+from recovery_proxy.rules.model import (
+    Category,
+    Matcher,
+    PatternSet,
+    Rules,
+    RulesError,
+    compile_pattern,
+)
+from recovery_proxy.rules.overlay import overlay
+from recovery_proxy.rules.schema import (
     TEMPLATE_NAMES,
     Escalation,
     PatternRule,

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from recovery_proxy.rules import RuleFile
+from recovery_proxy.rules.model import RuleFile
 
 # Lists of rules with ids, where an extra directory's rule replaces a base rule of equal id.
 RULE_LISTS = (

@@ -1,0 +1,1 @@
+"""The compiled rules: model, schema, loading from YAML, overlays, hot reload."""
