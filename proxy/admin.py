@@ -25,6 +25,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from recovery_proxy.core.state import SessionState
+from recovery_proxy.experiment.report import build_report
 from recovery_proxy.inspector import (
     CHALLENGE,
     COMMON_HEADERS,
@@ -36,7 +37,6 @@ from recovery_proxy.inspector import (
     session_row,
     token_page,
 )
-from recovery_proxy.report import build_report
 from recovery_proxy.rules.model import RulesError
 
 if TYPE_CHECKING:
@@ -46,7 +46,9 @@ log = logging.getLogger("recovery_proxy")
 
 COOKIE = "recovery_proxy_admin"
 COOKIE_MAX_AGE = 12 * 3600
-KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # recovery_proxy.session.scoped: tenanthash:digest
+KEY = re.compile(
+    r"[0-9a-f]{16}:[0-9a-f]{24}"
+)  # session.keys.scoped: tenant:digest
 MAX_LIST = 1000
 STORE_DOWN = "the session store is unavailable"
 

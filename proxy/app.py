@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy import litellm_route, session_path
+from recovery_proxy import litellm_route
 from recovery_proxy.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -41,6 +41,7 @@ from recovery_proxy.metrics import Metrics
 from recovery_proxy.models import load_models
 from recovery_proxy.pipeline import open_pipeline
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from recovery_proxy.session import path as session_path
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
 from recovery_proxy.wire.base import exact_paths_only
 

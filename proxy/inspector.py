@@ -14,8 +14,8 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from recovery_proxy.arms import arm_of
 from recovery_proxy.core.state import SessionState
+from recovery_proxy.experiment.arms import arm_of
 
 CSS = """\
 *{box-sizing:border-box}

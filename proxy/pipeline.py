@@ -11,19 +11,19 @@ from typing import Any
 import orjson
 
 from recovery_proxy import tokens
-from recovery_proxy.arms import arm_of
 from recovery_proxy.config import Settings
-from recovery_proxy.continuity import Continuity
 from recovery_proxy.core.classify import Verdict
 from recovery_proxy.core.conversation import Conversation
 from recovery_proxy.core.plan import Budget, Plan
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
+from recovery_proxy.experiment.arms import arm_of
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite
 from recovery_proxy.rules.model import Rules
 from recovery_proxy.rules.watch import RulesHolder
-from recovery_proxy.session import FINGERPRINT, scoped, session_id, tenant_of
+from recovery_proxy.session.continuity import Continuity
+from recovery_proxy.session.keys import FINGERPRINT, scoped, session_id, tenant_of
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks
 

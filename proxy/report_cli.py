@@ -1,4 +1,4 @@
-"""`recovery-proxy report`: the A/B report (proxy/report.py) over a stored set of sessions."""
+"""`recovery-proxy report`: the A/B report (experiment/report.py) over stored sessions."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from recovery_proxy.sessions_cli import describe, on_store, refuse_memory
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
     """Print the report for the store `spec`; return the exit code. The control fraction
     defaults to the one the proxy reads (RECOVERY_PROXY_CONTROL_FRACTION)."""
-    from recovery_proxy.report import build_report, format_report
+    from recovery_proxy.experiment.report import build_report, format_report
 
     if refuse_memory(spec, "run the proxy with a sqlite or redis store to report on it"):
         return 2

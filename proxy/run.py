@@ -8,7 +8,7 @@ stopped only after the child has exited (and the summary read), never by a signa
 
 CMD gets `OPENAI_BASE_URL` / `OPENAI_API_BASE` = `http://127.0.0.1:PORT/s/{session}/v1` and
 `ANTHROPIC_BASE_URL` = `http://127.0.0.1:PORT/s/{session}` (a path-scoped session,
-proxy/session_path.py). The caller's own `OPENAI_BASE_URL` (else `OPENAI_API_BASE`) and
+proxy/session/path.py). The caller's own `OPENAI_BASE_URL` (else `OPENAI_API_BASE`) and
 `ANTHROPIC_BASE_URL` become the upstreams unless a flag or `RECOVERY_PROXY_*` variable names
 one: `Settings.upstream` is an OpenAI base URL with its `/v1`, exactly what the SDKs read from
 `OPENAI_BASE_URL`, and the Anthropic base is a root the SDK appends `/v1/messages` to.
@@ -47,11 +47,11 @@ from typing import Any
 
 import uvicorn
 
-from recovery_proxy import session_path
 from recovery_proxy.config import Settings
 from recovery_proxy.run_summary import Summary, Tally, counting_factory, summarise
 from recovery_proxy.serve import StartupError, serve_settings, settings_and_app
 from recovery_proxy.servers import SERVER_OPTIONS
+from recovery_proxy.session import path as session_path
 
 log = logging.getLogger("recovery_proxy")
 

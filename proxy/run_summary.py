@@ -15,7 +15,7 @@ from recovery_proxy.config import Settings
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter
-from recovery_proxy.session import scoped, tenant_of
+from recovery_proxy.session.keys import scoped, tenant_of
 
 log = logging.getLogger("recovery_proxy")
 

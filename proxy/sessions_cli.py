@@ -135,7 +135,7 @@ def list_sessions(spec: str, limit: int, as_json: bool) -> int:
 def _rows(
     found: list[tuple[str, SessionState]], limit: int, control_fraction: float
 ) -> list[dict[str, object]]:
-    from recovery_proxy.arms import arm_of
+    from recovery_proxy.experiment.arms import arm_of
 
     now = time.time()
     rows: list[dict[str, object]] = []

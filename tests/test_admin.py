@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from recovery_proxy.arms import arm_of
 from recovery_proxy.core.state import Event, Link, SessionState
-from recovery_proxy.session import tenant_of
+from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.session.keys import tenant_of
 from tests.agent import ScriptedAgent
 from tests.conftest import local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock

@@ -16,11 +16,11 @@ import httpx
 import orjson
 import pytest
 
-from recovery_proxy.arms import arm_of
 from recovery_proxy.config import Settings
 from recovery_proxy.core.state import SessionState
-from recovery_proxy.report import build_report
-from recovery_proxy.session import scoped, tenant_of
+from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.experiment.report import build_report
+from recovery_proxy.session.keys import scoped, tenant_of
 from recovery_proxy.store import open_store
 from tests.agent import ScriptedAgent
 from tests.conftest import UPSTREAM, local_rules, make_settings, proxy_client

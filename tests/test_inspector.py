@@ -21,7 +21,7 @@ import pytest
 from recovery_proxy.app import create_app
 from recovery_proxy.demo_scenario import COMPACTED
 from recovery_proxy.servers import BackgroundServer
-from recovery_proxy.session import tenant_of
+from recovery_proxy.session.keys import tenant_of
 from tests.agent import ScriptedAgent
 from tests.browser import Browser, chromium_path
 from tests.conftest import make_settings

@@ -1,4 +1,4 @@
-"""The A/B report's arithmetic (proxy/report.py) on hand-made session states."""
+"""The A/B report's arithmetic (proxy/experiment/report.py) on hand-made session states."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from statistics import fmean, variance
 
 import pytest
 
-from recovery_proxy.arms import arm_of
 from recovery_proxy.core.state import Link, SessionState, Stats
-from recovery_proxy.report import (
+from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.experiment.report import (
     build_report,
     format_report,
     session_values,

@@ -24,7 +24,7 @@ import pytest
 from recovery_proxy.cli import build_parser
 from recovery_proxy.mock_model import completion
 from recovery_proxy.run import run_settings
-from recovery_proxy.session import scoped, tenant_of
+from recovery_proxy.session.keys import scoped, tenant_of
 from tests.upstream import ROOT, UpstreamMock, upstream_mock
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ Every annotation is rendered once, when its tool result is first seen, stored in
 re-applied byte for byte afterwards (prompt-cache safety, DESIGN invariant 2).
 
 It also keeps the session's running `Stats` and its `timeline` (proxy/core/state.py), for the
-inspector and the A/B report (proxy/report.py); what repeats and loops say and do is in
+inspector and the A/B report (proxy/experiment/report.py); what repeats and loops say and do is in
 proxy/core/notices.py, the timeline's events in proxy/core/timeline.py. Both change only when
 something new happens (a new tool result, a compaction, a loop finding), so a re-sent or
 steady-state request costs nothing extra. In a `control` session (the A/B control arm: the

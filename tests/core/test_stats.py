@@ -24,7 +24,9 @@ def test_results_failures_and_a_streak_that_ends(rules: Rules) -> None:
     t.call("bash", {"command": "psql"}, REFUSED)
     stats = t.state.stats
     assert (stats.results, stats.failures, stats.streaks, stats.streak_total) == (3, 2, 0, 0)
-    assert t.state.consecutive_failures == 2  # open: the report counts it (proxy/report.py)
+    assert (
+        t.state.consecutive_failures == 2
+    )  # open: the report counts it (proxy/experiment/report.py)
     t.call("list_dir", {"path": "src/webhooks"}, OK)
     assert (stats.results, stats.failures, stats.streaks, stats.streak_total) == (4, 2, 1, 2)
     t.call("list_dir", {"path": "lib"}, OK)  # a success after a success ends no streak

@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
-from recovery_proxy.arms import arm_of
 from recovery_proxy.core.state import SessionState, Stats
+from recovery_proxy.experiment.arms import arm_of
 
 ARMS = ("treatment", "control")
 METRICS = ("failure_rate", "repeat_failure_rate", "loop_notice_rate", "mean_streak")

@@ -19,7 +19,7 @@ from recovery_proxy.core.compaction import has_marker
 from recovery_proxy.core.conversation import STRONG_ID, Conversation, identify
 from recovery_proxy.core.state import MAX_LINKS, Link, SessionState
 from recovery_proxy.rules.model import Rules
-from recovery_proxy.session import FINGERPRINT, scoped
+from recovery_proxy.session.keys import FINGERPRINT, scoped
 from recovery_proxy.store import Store
 
 RECENT_SECONDS = 3600.0  # a conversation idle longer is no candidate for a compacted thread

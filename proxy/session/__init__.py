@@ -1,0 +1,1 @@
+"""Session keys: tenant hash and named ids, /s/{id}/ paths, header-less continuity."""
