@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from recovery_proxy.servers import free_port
+from recovery_proxy.server.background import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

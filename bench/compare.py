@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from bench.common import ROOT, conversation, percentiles
-from recovery_proxy.servers import free_port
+from recovery_proxy.server.background import free_port
 
 # A 1M-token window: even 1,000 messages (~100k tokens) stay far from it. Near a model's window
 # the proxy counts tokens exactly, a different (slower) path: try --model gpt-4o-mini (128k).

@@ -31,7 +31,7 @@ import httpx
 import orjson
 
 from bench.common import conversation, mock_upstream, percentiles, proxy_process
-from recovery_proxy.servers import free_port
+from recovery_proxy.server.background import free_port
 
 STORES = ("memory", "sqlite", "redis")
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import httpx
 
-from recovery_proxy.app import create_app
 from recovery_proxy.config import Settings
 from recovery_proxy.demo_formats import play, play_gemini, play_messages, play_responses, rule
 from recovery_proxy.demo_scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 
 LEGEND = (
     "legend: agent -> recovery-proxy -> mock model, all on loopback (nothing leaves this host);\n"

@@ -61,10 +61,10 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     """The app `serve` and `run` start: logging configured, then everything that can be
     wrong checked once, each problem a `StartupError` naming its file, path or field rather
     than a traceback from inside the server's lifespan."""
-    from recovery_proxy.app import create_app
     from recovery_proxy.logs import configure
     from recovery_proxy.rules.load import load_rules
     from recovery_proxy.rules.model import RulesError
+    from recovery_proxy.server.app import create_app
     from recovery_proxy.store import StoreUnavailable, check_spec, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)
@@ -99,7 +99,7 @@ def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
     import uvicorn
 
-    from recovery_proxy.servers import SERVER_OPTIONS
+    from recovery_proxy.server.background import SERVER_OPTIONS
 
     try:
         settings, app = settings_and_app(lambda: serve_settings(args))

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from recovery_proxy import tokens
-from recovery_proxy.app import RewriterFactory, create_app
 from recovery_proxy.config import Settings
 from recovery_proxy.rules.load import default_rules_dir
+from recovery_proxy.server.app import RewriterFactory, create_app
 from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"

@@ -72,8 +72,8 @@ async def test_empty_token_counts_as_disabled() -> None:
 
 
 async def test_admin_is_not_relayed_even_with_a_session_prefix_or_over_real_http() -> None:
-    from recovery_proxy.app import create_app
-    from recovery_proxy.servers import BackgroundServer
+    from recovery_proxy.server.app import create_app
+    from recovery_proxy.server.background import BackgroundServer
 
     with (
         BackgroundServer(create_app(make_settings())) as server,

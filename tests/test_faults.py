@@ -13,8 +13,8 @@ from contextlib import contextmanager
 import httpx
 import orjson
 
-from recovery_proxy.app import create_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 
 EVENT = b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'

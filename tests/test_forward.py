@@ -9,7 +9,7 @@ import httpx
 import orjson
 from httpx import Response
 
-from recovery_proxy.servers import free_port
+from recovery_proxy.server.background import free_port
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 
@@ -246,8 +246,8 @@ async def test_gzip_request_body_is_understood_and_forwarded_unchanged(client, c
 def test_a_real_server_relays_the_upstreams_date_and_server_once(chat_body) -> None:
     """Served by uvicorn as `serve` runs it: the upstream's `date` and `server` headers come
     through once, and the proxy adds none of its own."""
-    from recovery_proxy.app import create_app
-    from recovery_proxy.servers import BackgroundServer
+    from recovery_proxy.server.app import create_app
+    from recovery_proxy.server.background import BackgroundServer
 
     stamp = "Sun, 22 Nov 2026 09:00:00 GMT"
     with upstream_mock() as mock, BackgroundServer(create_app(make_settings())) as proxy:
@@ -266,8 +266,8 @@ def test_upstream_cookies_are_relayed_never_kept_or_replayed(chat_body) -> None:
     """A provider's `Set-Cookie` (Cloudflare's `__cf_bm` on api.openai.com) goes back to the
     client that got it; the proxy keeps no cookie jar, so no other request, and no other
     tenant, ever sends it upstream."""
-    from recovery_proxy.app import create_app
-    from recovery_proxy.servers import BackgroundServer
+    from recovery_proxy.server.app import create_app
+    from recovery_proxy.server.background import BackgroundServer
 
     by_name = UPSTREAM.replace("127.0.0.1", "localhost")  # a host name: jars keep its cookies
     settings = make_settings(upstream=by_name)

@@ -11,7 +11,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recovery_proxy.app import RecoveryProxy, create_app
+from recovery_proxy.server.app import RecoveryProxy, create_app
 from recovery_proxy.wire import FORMATS
 from tests.conftest import make_settings
 from tests.upstream import upstream_mock

@@ -10,8 +10,8 @@ import zlib
 import httpx
 import orjson
 
-from recovery_proxy.app import create_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 

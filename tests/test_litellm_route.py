@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from recovery_proxy.models import ModelsError, load_models
+from recovery_proxy.server.litellm_models import ModelsError, load_models
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import ROOT, upstream_mock
 
@@ -247,7 +247,7 @@ def test_the_app_does_not_import_litellm_without_models() -> None:
     import sys
 
     code = (
-        "import sys; from recovery_proxy.app import create_app; from recovery_proxy.config import Settings; "
+        "import sys; from recovery_proxy.server.app import create_app; from recovery_proxy.config import Settings; "
         "create_app(Settings(store='memory')); print('litellm' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

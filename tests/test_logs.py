@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer, free_port
+from recovery_proxy.server.background import BackgroundServer, free_port
 from tests.store.conftest import ROOT, clean_env
 
 SECRET = "sk-live-do-not-log-4f9a"

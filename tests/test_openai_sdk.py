@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from recovery_proxy.app import create_app
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 
 TOOLS = [

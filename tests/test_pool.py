@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import orjson
 
-from recovery_proxy.app import create_app
-from recovery_proxy.asgi import read_body
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.asgi import read_body
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 from tests.upstream import MAX_BODY, serve_lifespan
 

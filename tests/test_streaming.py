@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from recovery_proxy.app import create_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 
 FIRST = b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null}]}\n\n'

@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from recovery_proxy.asgi import read_body
-from recovery_proxy.servers import BackgroundServer, free_port
+from recovery_proxy.server.asgi import read_body
+from recovery_proxy.server.background import BackgroundServer, free_port
 
 PORT = free_port()
 MAX_BODY = 1 << 30

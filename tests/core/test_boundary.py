@@ -10,9 +10,9 @@ import recovery_proxy.core
 CORE = Path(recovery_proxy.core.__file__).parent
 FORBIDDEN = (
     "recovery_proxy.wire",
-    "recovery_proxy.app",
+    "recovery_proxy.server.app",
     "recovery_proxy.pipeline",
-    "recovery_proxy.forward",
+    "recovery_proxy.server.upstream",
     "starlette",
     "fastapi",
 )

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from recovery_proxy.app import create_app
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 
 REPO = Path(__file__).resolve().parents[2]

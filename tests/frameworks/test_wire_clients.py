@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 import pytest
 
-from recovery_proxy.app import create_app
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings
 from tests.frameworks.test_frameworks import (
     ANSWER,

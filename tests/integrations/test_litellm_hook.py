@@ -20,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from recovery_proxy.servers import free_port
+from recovery_proxy.server.background import free_port
 from tests.upstream import ROOT, upstream_mock
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from recovery_proxy.mock_model import create_mock_app
-from recovery_proxy.servers import BackgroundServer, free_port
+from recovery_proxy.server.background import BackgroundServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0

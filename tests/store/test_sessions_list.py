@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from recovery_proxy.app import create_app
 from recovery_proxy.cli import main
 from recovery_proxy.mock_model import completion
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.session.keys import tenant_of
 from recovery_proxy.store.sqlite import SqliteStore
 from tests.conftest import make_settings

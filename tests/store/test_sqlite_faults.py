@@ -90,11 +90,11 @@ def serve_once(store: str, tmp_path: Path) -> tuple[int, str]:
     the store is imported first."""
     import uvicorn  # noqa: F401
 
-    import recovery_proxy.app
     import recovery_proxy.logs
     import recovery_proxy.rules.load
     import recovery_proxy.rules.model
     import recovery_proxy.serve
+    import recovery_proxy.server.app
     import recovery_proxy.store  # noqa: F401
     from recovery_proxy.cli import main
 

@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from recovery_proxy.app import create_app
 from recovery_proxy.core.plan import Plan
 from recovery_proxy.rules.model import Placement
-from recovery_proxy.servers import BackgroundServer
+from recovery_proxy.server.app import create_app
+from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.wire import FORMATS, for_passthrough
 from recovery_proxy.wire.gemini import FORMAT, error_body, matches, parse, splice, with_query_key
 from tests.conftest import local_rules, make_settings, proxy_client

@@ -19,9 +19,9 @@ import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
-from recovery_proxy.asgi import Send, send_error
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.server.asgi import Send, send_error
 from recovery_proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")

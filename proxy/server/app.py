@@ -17,8 +17,13 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy import litellm_route
-from recovery_proxy.asgi import (
+from recovery_proxy.config import Settings
+from recovery_proxy.logs import log_request
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.pipeline import open_pipeline
+from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from recovery_proxy.server import litellm_upstream
+from recovery_proxy.server.asgi import (
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -33,14 +38,9 @@ from recovery_proxy.asgi import (
     stream_body,
     until_disconnect,
 )
-from recovery_proxy.config import Settings
-from recovery_proxy.control import control_app
-from recovery_proxy.forward import HeaderError, Upstream, new_session, upstream_headers
-from recovery_proxy.logs import log_request
-from recovery_proxy.metrics import Metrics
-from recovery_proxy.models import load_models
-from recovery_proxy.pipeline import open_pipeline
-from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter
+from recovery_proxy.server.control_plane import control_app
+from recovery_proxy.server.litellm_models import load_models
+from recovery_proxy.server.upstream import HeaderError, Upstream, new_session, upstream_headers
 from recovery_proxy.session import path as session_path
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
 from recovery_proxy.wire.base import exact_paths_only
@@ -167,7 +167,7 @@ class RecoveryProxy:
                 await send_error(send, 400, errors(400, message, "invalid_body"))
                 return
             params = self._routed(wire, payload)
-            if params is not None and (refused := litellm_route.refusal(payload)):
+            if params is not None and (refused := litellm_upstream.refusal(payload)):
                 await send_error(send, 400, errors(400, refused, "routing_not_allowed"))
                 return
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
@@ -202,7 +202,7 @@ class RecoveryProxy:
             return
         if params is not None:
             routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
-            await self._watched(receive, litellm_route.respond(send, routed, params, extra))
+            await self._watched(receive, litellm_upstream.respond(send, routed, params, extra))
             return
         out = body
         if rewrite.body is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.asgi import Send, send_error
+from recovery_proxy.server.asgi import Send, send_error
 from recovery_proxy.wire.openai_errors import error_body
 
 log = logging.getLogger("recovery_proxy")

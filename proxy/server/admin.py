@@ -9,7 +9,7 @@ like any unknown path (it is never relayed upstream: only `/v1/...` and the prov
   redirects to the same URL without the token. The cookie holds an HMAC of the token, not the
   token, and authorizes GET requests only: `POST /admin/rules/reload` needs the Bearer header.
 - Everything taken from session state (tool errors are attacker-controlled text) is escaped
-  (proxy/inspector.py renders the pages); they carry a CSP that allows no script at all.
+  (proxy/server/inspector.py renders the pages); they carry a CSP that allows no script at all.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.experiment.report import build_report
-from recovery_proxy.inspector import (
+from recovery_proxy.rules.model import RulesError
+from recovery_proxy.server.inspector import (
     CHALLENGE,
     COMMON_HEADERS,
     detail_html,
@@ -37,18 +38,15 @@ from recovery_proxy.inspector import (
     session_row,
     token_page,
 )
-from recovery_proxy.rules.model import RulesError
 
 if TYPE_CHECKING:
-    from recovery_proxy.app import RecoveryProxy
+    from recovery_proxy.server.app import RecoveryProxy
 
 log = logging.getLogger("recovery_proxy")
 
 COOKIE = "recovery_proxy_admin"
 COOKIE_MAX_AGE = 12 * 3600
-KEY = re.compile(
-    r"[0-9a-f]{16}:[0-9a-f]{24}"
-)  # session.keys.scoped: tenant:digest
+KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # session.keys.scoped: tenant:digest
 MAX_LIST = 1000
 STORE_DOWN = "the session store is unavailable"
 

@@ -1,0 +1,1 @@
+"""The HTTP side: the ASGI app, upstreams, control plane, admin API, inspector."""
