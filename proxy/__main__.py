@@ -2,6 +2,6 @@
 
 import sys
 
-from recovery_proxy.cli import main
+from recovery_proxy.cli.main import main
 
 sys.exit(main())

@@ -251,7 +251,7 @@ def test_report_command_prints_json_and_text(tmp_path) -> None:
 
 
 def test_report_command_refuses_the_memory_store_and_a_missing_file(tmp_path, capsys) -> None:
-    from recovery_proxy.cli import main
+    from recovery_proxy.cli.main import main
 
     assert main(["report", "--store", "memory"]) == 2
     assert "memory store lives inside the running proxy" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from recovery_proxy.cli import main
+from recovery_proxy.cli.main import main
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 CHAT = {

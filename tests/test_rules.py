@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from recovery_proxy.cli.rules_check import check_rules
 from recovery_proxy.core.classify import classify
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.rules.load import default_rules_dir, load_rules
 from recovery_proxy.rules.model import RulesError
 from recovery_proxy.rules.watch import RulesHolder
-from recovery_proxy.rules_check import check_rules
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ import httpx
 import orjson
 import pytest
 
-from recovery_proxy.cli import build_parser
+from recovery_proxy.cli.main import build_parser
+from recovery_proxy.cli.run import run_settings
 from recovery_proxy.mock_model import completion
-from recovery_proxy.run import run_settings
 from recovery_proxy.session.keys import scoped, tenant_of
 from tests.upstream import ROOT, UpstreamMock, upstream_mock
 

@@ -14,7 +14,7 @@ OPTIONAL = ("litellm", "fastapi", "redis", "httpx")
 SERVE_UNTIL_READY = """
 import asyncio, json, sys
 from recovery_proxy.config import Settings
-from recovery_proxy.serve import start_app
+from recovery_proxy.cli.serve import start_app
 
 app = start_app(Settings(store={store!r}, admin_token={token!r}, hot_reload=False))
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from recovery_proxy.cli import main
+from recovery_proxy.cli.main import main
 from recovery_proxy.mock_model import completion
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer

@@ -90,13 +90,13 @@ def serve_once(store: str, tmp_path: Path) -> tuple[int, str]:
     the store is imported first."""
     import uvicorn  # noqa: F401
 
+    import recovery_proxy.cli.serve
     import recovery_proxy.logs
     import recovery_proxy.rules.load
     import recovery_proxy.rules.model
-    import recovery_proxy.serve
     import recovery_proxy.server.app
     import recovery_proxy.store  # noqa: F401
-    from recovery_proxy.cli import main
+    from recovery_proxy.cli.main import main
 
     err = tmp_path / "stderr.txt"
     pid = os.fork()

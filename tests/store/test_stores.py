@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from redis.exceptions import RedisError
 
-from recovery_proxy.cli import build_parser, main
+from recovery_proxy.cli.main import build_parser, main
+from recovery_proxy.cli.serve import serve_settings
 from recovery_proxy.config import Settings
 from recovery_proxy.core.state import FailureRecord, SessionState
-from recovery_proxy.serve import serve_settings
 from recovery_proxy.store import MemoryStore, SqliteStore, Store, StoreUnavailable, open_store
 from recovery_proxy.store.redis import RedisStore
 from tests.store.conftest import ROOT, clean_env

@@ -1,7 +1,7 @@
 """Starting the server: `Settings` from flags over environment over fallbacks, the start-up
 checks that turn a bad rules directory, store path or `--models` file into one line for the
 user (`StartupError`) instead of a traceback, and uvicorn with the garbage collector tuned.
-`serve` is the `recovery-proxy serve` command; `recovery_proxy.run` starts its own proxy with
+`serve` is the `recovery-proxy serve` command; `recovery_proxy.cli.run` starts its own proxy with
 `serve_settings` and `settings_and_app`.
 """
 
@@ -22,8 +22,8 @@ def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = 
     """Settings for `serve` and `run`: flags over environment over `fallbacks` over defaults.
     The store falls back to the sqlite file in the user's state directory (the library
     default, used by tests and embedders, stays `memory`); `run` passes its own fallbacks."""
+    from recovery_proxy.cli.sessions import DEFAULT_SERVE_STORE
     from recovery_proxy.config import Settings
-    from recovery_proxy.sessions_cli import DEFAULT_SERVE_STORE
 
     fallbacks = {"store": DEFAULT_SERVE_STORE, **(fallbacks or {})}
     in_env = {name.upper() for name, value in os.environ.items() if value}

@@ -6,8 +6,8 @@ import sys
 
 import orjson
 
+from recovery_proxy.cli.sessions import describe, on_store, refuse_memory
 from recovery_proxy.config import Settings
-from recovery_proxy.sessions_cli import describe, on_store, refuse_memory
 
 
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:

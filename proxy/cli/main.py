@@ -1,6 +1,6 @@
 """Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
 sessions list | sessions purge | report`. The parser, its help text and the dispatch to each
-command's own module (`recovery_proxy.serve`, `recovery_proxy.run`, `recovery_proxy.demo`, ...)."""
+command's own module in this package (serve, run, explain, ...) or in `recovery_proxy.demo`."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     if args.command == "serve":
-        from recovery_proxy.serve import serve
+        from recovery_proxy.cli.serve import serve
 
         return serve(args)
     if args.command == "demo":
@@ -145,26 +145,26 @@ def _command(args: argparse.Namespace) -> int:
 
         return run_demo()
     if args.command == "rules":
-        from recovery_proxy.rules_check import check_rules
+        from recovery_proxy.cli.rules_check import check_rules
 
         return check_rules(args.dir, args.extra_rules)
     if args.command == "run":
-        from recovery_proxy.run import run
+        from recovery_proxy.cli.run import run
 
         return run(args)
     if args.command == "sessions":
-        from recovery_proxy.sessions_cli import list_sessions, purge_sessions, store_spec
+        from recovery_proxy.cli.sessions import list_sessions, purge_sessions, store_spec
 
         if args.sessions_command == "list":
             return list_sessions(store_spec(args.store), args.limit, args.json)
         return purge_sessions(store_spec(args.store), None if args.all else args.key)
     if args.command == "report":
-        from recovery_proxy.report_cli import run_report
-        from recovery_proxy.sessions_cli import store_spec
+        from recovery_proxy.cli.report import run_report
+        from recovery_proxy.cli.sessions import store_spec
 
         return run_report(store_spec(args.store), args.control_fraction, args.limit, args.json)
     if args.command == "explain":
-        from recovery_proxy.explain import run_explain
+        from recovery_proxy.cli.explain import run_explain
 
         return run_explain(args.file, args.json, args.rules, args.extra_rules)
     return 2

@@ -47,9 +47,9 @@ from typing import Any
 
 import uvicorn
 
+from recovery_proxy.cli.run_summary import Summary, Tally, counting_factory, summarise
+from recovery_proxy.cli.serve import StartupError, serve_settings, settings_and_app
 from recovery_proxy.config import Settings
-from recovery_proxy.run_summary import Summary, Tally, counting_factory, summarise
-from recovery_proxy.serve import StartupError, serve_settings, settings_and_app
 from recovery_proxy.server.background import SERVER_OPTIONS
 from recovery_proxy.session import path as session_path
 

@@ -1,0 +1,1 @@
+"""The command line: serve, run, explain, rules check, sessions, report, demo."""
