@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import uvicorn
 
-from recovery_proxy.mock_model import DONE, completion, stream_chunks
+from recovery_proxy.demo.mock_model import DONE, completion, stream_chunks
 
 MODEL = "mock-model"
 COMPLETION = orjson.dumps(completion(DONE, MODEL))

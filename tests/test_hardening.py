@@ -160,7 +160,7 @@ def test_a_huge_request_does_not_stall_other_requests() -> None:
     request gets its recovery, and health checks keep answering meanwhile."""
     import threading
 
-    from recovery_proxy.mock_model import create_mock_app
+    from recovery_proxy.demo.mock_model import create_mock_app
 
     messages: list[dict[str, object]] = [{"role": "user", "content": "run the workers"}]
     for n in range(5_000):

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recovery_proxy.demo_scenario import COMPACTED
+from recovery_proxy.demo.scenario import COMPACTED
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.session.keys import tenant_of

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.demo.mock_model import create_mock_app
 from recovery_proxy.server.background import BackgroundServer, free_port
 from tests.store.conftest import ROOT, clean_env
 

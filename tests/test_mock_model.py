@@ -10,8 +10,8 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from recovery_proxy.mock_model import DONE, create_mock_app, system_of
-from recovery_proxy.mock_model.script import pick
+from recovery_proxy.demo.mock_model import DONE, create_mock_app, system_of
+from recovery_proxy.demo.mock_model.script import pick
 
 SYSTEM = "Be brief."
 GEMINI = "/v1beta/models/gemini-2.5-pro"

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.demo.mock_model import create_mock_app
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings

@@ -23,7 +23,7 @@ import pytest
 
 from recovery_proxy.cli.main import build_parser
 from recovery_proxy.cli.run import run_settings
-from recovery_proxy.mock_model import completion
+from recovery_proxy.demo.mock_model import completion
 from recovery_proxy.session.keys import scoped, tenant_of
 from tests.upstream import ROOT, UpstreamMock, upstream_mock
 

@@ -1,6 +1,6 @@
 """Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
 sessions list | sessions purge | report`. The parser, its help text and the dispatch to each
-command's own module in this package (serve, run, explain, ...) or in `recovery_proxy.demo`."""
+command's own module (cli/serve.py, cli/run.py, ..., demo/runner.py)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def _command(args: argparse.Namespace) -> int:
 
         return serve(args)
     if args.command == "demo":
-        from recovery_proxy.demo import run_demo
+        from recovery_proxy.demo.runner import run_demo
 
         return run_demo()
     if args.command == "rules":

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.demo.mock_model import create_mock_app
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from tests.conftest import make_settings

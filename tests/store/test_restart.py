@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from recovery_proxy.demo_scenario import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
-from recovery_proxy.mock_model.script import pick
+from recovery_proxy.demo.mock_model.script import pick
+from recovery_proxy.demo.scenario import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 FIRST_ATTEMPT = f'1. read_file("src/config.ts") -> not_found: {ENOENT}'

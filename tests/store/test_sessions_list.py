@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from recovery_proxy.cli.main import main
-from recovery_proxy.mock_model import completion
+from recovery_proxy.demo.mock_model import completion
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.session.keys import tenant_of

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.mock_model.script import Turn, calls_of, sse, stamp, text_of
+from recovery_proxy.demo.mock_model.script import Turn, calls_of, sse, stamp, text_of
 
 Block = dict[str, Any]
 USAGE = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.mock_model.script import Turn, calls_of, stamp, text_of
+from recovery_proxy.demo.mock_model.script import Turn, calls_of, stamp, text_of
 
 Part = dict[str, Any]
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from recovery_proxy.mock_model import Entry, Turn, system_of
+from recovery_proxy.demo.mock_model import Entry, Turn, system_of
 
 SYSTEM = "You are a coding agent. Use the tools to change the repository."
 TASK = "Change the dev server port to 8080 in src/config.ts."

@@ -6,7 +6,7 @@ Chat Completions walkthrough (repeats, a loop, compaction, then a model that act
 failure summary), then short runs in the other formats: OpenAI Responses (Codex's exec
 output), Anthropic Messages (Claude Code's `is_error` results) and Gemini generateContent
 (Gemini CLI's `functionResponse` errors). This module starts the two servers and runs the
-plays: the script is `recovery_proxy.demo_scenario`, the plays are `recovery_proxy.demo_formats`.
+plays: the script is `recovery_proxy.demo.scenario`, the plays are `recovery_proxy.demo.plays`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import httpx
 
 from recovery_proxy.config import Settings
-from recovery_proxy.demo_formats import play, play_gemini, play_messages, play_responses, rule
-from recovery_proxy.demo_scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
-from recovery_proxy.mock_model import create_mock_app
+from recovery_proxy.demo.mock_model import create_mock_app
+from recovery_proxy.demo.plays import play, play_gemini, play_messages, play_responses, rule
+from recovery_proxy.demo.scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 
-from recovery_proxy.demo_scenario import (
+from recovery_proxy.demo.mock_model import Turn
+from recovery_proxy.demo.scenario import (
     CLAUDE_READ,
     CODEX_EXEC,
     COMPACT_AFTER,
@@ -26,7 +27,6 @@ from recovery_proxy.demo_scenario import (
     TASK,
     run_tool,
 )
-from recovery_proxy.mock_model import Turn
 
 
 def rule(title: str) -> str:

@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from recovery_proxy.mock_model import anthropic, chat, gemini, responses
-from recovery_proxy.mock_model.chat import completion, stream_chunks
-from recovery_proxy.mock_model.script import DONE, Entry, Turn, pick, system_of
+from recovery_proxy.demo.mock_model import anthropic, chat, gemini, responses
+from recovery_proxy.demo.mock_model.chat import completion, stream_chunks
+from recovery_proxy.demo.mock_model.script import DONE, Entry, Turn, pick, system_of
 
 __all__ = [
     "DONE",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from recovery_proxy.mock_model.script import Turn, calls_of, sse, stamp, text_of
+from recovery_proxy.demo.mock_model.script import Turn, calls_of, sse, stamp, text_of
 
 Item = dict[str, Any]
 OUTPUT_TYPES = frozenset({"function_call", "custom_tool_call", "reasoning", "local_shell_call"})
