@@ -11,7 +11,7 @@ import pytest
 
 from recovery_proxy.config import Settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def help_text(*command: str) -> str:

@@ -1,4 +1,4 @@
-"""The agent command of tests/test_run.py: run by `recovery-proxy run -- python run_child.py`.
+"""The agent command of tests/cli/test_run.py: run by `recovery-proxy run -- python run_child.py`.
 
 It sends one Chat Completions request with a failed tool result through the openai SDK, which
 finds the proxy in OPENAI_BASE_URL, and one Anthropic Messages request (plain httpx) to

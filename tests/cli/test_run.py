@@ -1,5 +1,5 @@
 """`recovery-proxy run -- CMD` (issue 14), end to end: the wrapper is a real OS process, its
-child a real agent command (tests/run_child.py: the openai SDK, and httpx for Anthropic), the
+child a real agent command (tests/cli/run_child.py: the openai SDK, and httpx for Anthropic), the
 provider the loopback mock of tests/upstream.py, which answers with the tool result it
 received, so the child sees exactly what the model was shown."""
 
@@ -27,7 +27,7 @@ from recovery_proxy.demo.mock_model import completion
 from recovery_proxy.session.keys import scoped, tenant_of
 from tests.upstream import ROOT, UpstreamMock, upstream_mock
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "run_child.py"
 BLOCK = "[Error Recovery Context]"
 SALT = "recovery-proxy"

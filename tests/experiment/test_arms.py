@@ -26,7 +26,7 @@ from tests.agent import ScriptedAgent
 from tests.conftest import UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRACTION = 0.5
 API_KEY = "sk-tenant-a"  # ScriptedAgent's default credential
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
