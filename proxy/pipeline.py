@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -181,12 +182,21 @@ def tokens_for(model: str) -> Any:
     return lambda text: tokens.count(text, model)
 
 
-async def open_pipeline(
-    settings: Settings, metrics: Metrics, stack: AsyncExitStack
-) -> RecoveryPipeline:
-    """The recovery pipeline with its rules (hot reloaded), session store and webhooks, each
-    closed by `stack`: the app's default rewriter."""
-    rules = RulesHolder(settings.rules, metrics, settings.extra_rules)
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What a pipeline works with: opened once (by the app's lifespan), closed with it."""
+
+    rules: RulesHolder
+    store: Store
+    webhooks: Webhooks
+
+
+async def open_parts(
+    settings: Settings, metrics: Metrics, stack: AsyncExitStack, loaded: Rules | None = None
+) -> Parts:
+    """The rules (hot reloaded; `loaded` if start-up has read them), the session store and
+    the webhook sender, each closed by `stack`."""
+    rules = RulesHolder(settings.rules, metrics, settings.extra_rules, loaded)
     if settings.hot_reload:
         rules.start()
         stack.push_async_callback(rules.stop)
@@ -195,4 +205,16 @@ async def open_pipeline(
     webhooks = Webhooks()
     stack.push_async_callback(webhooks.close)
     tokens.warm_up_in_background()
-    return RecoveryPipeline(settings, rules, store, metrics, webhooks)
+    return Parts(rules, store, webhooks)
+
+
+def build_pipeline(settings: Settings, metrics: Metrics, parts: Parts) -> RecoveryPipeline:
+    """The app's default rewriter: the recovery pipeline over `parts`."""
+    return RecoveryPipeline(settings, parts.rules, parts.store, metrics, parts.webhooks)
+
+
+async def open_pipeline(
+    settings: Settings, metrics: Metrics, stack: AsyncExitStack
+) -> RecoveryPipeline:
+    """A recovery pipeline with parts of its own, closed by `stack` (benchmarks, embedders)."""
+    return build_pipeline(settings, metrics, await open_parts(settings, metrics, stack))

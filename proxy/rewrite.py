@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from recovery_proxy.metrics import Metrics
 from recovery_proxy.wire import DEFAULT, WireFormat
+
+log = logging.getLogger("recovery_proxy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +48,14 @@ class Rewriter(Protocol):
     """Decides what a chat request becomes before it is forwarded."""
 
     async def __call__(self, request: ChatRequest) -> Rewrite: ...
+
+
+async def fail_open(rewrite: Callable[[], Awaitable[Rewrite]], metrics: Metrics) -> Rewrite:
+    """Await `rewrite()`; on any exception forward the original request (the one fail-open
+    path: the app and the LiteLLM hook both call it). Counted, and logged in one line."""
+    try:
+        return await rewrite()
+    except Exception as exc:  # fail-open is the contract: never break the agent
+        metrics.rewrite_failures.inc()
+        log.error("rewrite failed, forwarding unchanged: %s: %s", type(exc).__name__, exc)
+        return UNCHANGED

@@ -7,15 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from recovery_proxy.config import Settings
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.pipeline import Parts
 from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter
 from recovery_proxy.session.keys import scoped, tenant_of
+from recovery_proxy.store import Store
 
 log = logging.getLogger("recovery_proxy")
 
@@ -45,7 +46,7 @@ class Tally:
     reapplied: int = 0
     refused: int = 0
     baselines: dict[str, Baseline | None] = field(default_factory=dict)  # None: unknown
-    store: Any = None  # the pipeline's store, once the lifespan has built it
+    store: Store | None = None  # the app's store, once its lifespan has opened it
     loop: asyncio.AbstractEventLoop | None = None  # the proxy's event loop
     metrics: Metrics | None = None
 
@@ -83,11 +84,11 @@ class CountingRewriter:
 
 def counting_factory(tally: Tally) -> Callable[..., Any]:
     """A rewriter factory for `create_app`: the default pipeline inside a `CountingRewriter`."""
-    from recovery_proxy.pipeline import open_pipeline
+    from recovery_proxy.pipeline import build_pipeline
 
-    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
-        inner = await open_pipeline(settings, metrics, stack)
-        tally.store = getattr(inner, "store", None)
+    def factory(settings: Settings, metrics: Metrics, parts: Parts) -> Rewriter:
+        inner = build_pipeline(settings, metrics, parts)
+        tally.store = parts.store
         tally.loop = asyncio.get_running_loop()
         tally.metrics = metrics
         return CountingRewriter(inner, tally, settings.session_salt)

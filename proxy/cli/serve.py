@@ -71,8 +71,8 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     try:
         if check_spec(settings.store) == "sqlite":  # a bad path
             asyncio.run(_open_and_close(open_store(settings)))
-        load_rules(settings.rules, settings.extra_rules)
-        return create_app(settings, rewriter_factory)  # a bad --models file
+        rules = load_rules(settings.rules, settings.extra_rules)  # loaded once, handed on
+        return create_app(settings, rewriter_factory, rules)  # a bad --models file
     except RulesError as exc:
         where = settings.rules or "bundled rules"
         extra = f" + {settings.extra_rules}" if settings.extra_rules else ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from typing import Any
 
 import orjson
@@ -29,7 +30,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
-from recovery_proxy.rewrite import ChatRequest, Rewriter
+from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter, fail_open
 from recovery_proxy.wire import WireFormat, anthropic_messages, openai_chat
 
 log = logging.getLogger("recovery_proxy")
@@ -51,23 +52,22 @@ class RecoveryHook(CustomLogger):
         self.metrics = Metrics()
         self._pipeline: Rewriter | None = None
         self._lock = asyncio.Lock()
+        self._parts = AsyncExitStack()  # open as long as LiteLLM runs (it has no shutdown hook)
 
     async def pipeline(self) -> Rewriter:
         """The recovery pipeline, built on first use (settings from `RECOVERY_PROXY_*`)."""
         async with self._lock:
             if self._pipeline is None:
-                from recovery_proxy import tokens
-                from recovery_proxy.pipeline import RecoveryPipeline
-                from recovery_proxy.rules.watch import RulesHolder
-                from recovery_proxy.store import open_store
-                from recovery_proxy.webhooks import Webhooks
+                from recovery_proxy.pipeline import build_pipeline, open_parts
 
                 settings = self.settings or Settings()
-                rules = RulesHolder(settings.rules, self.metrics, settings.extra_rules)
-                store = await open_store(settings)
-                tokens.warm_up_in_background()
-                self._pipeline = RecoveryPipeline(settings, rules, store, self.metrics, Webhooks())
+                parts = await open_parts(settings, self.metrics, self._parts)
+                self._pipeline = build_pipeline(settings, self.metrics, parts)
             return self._pipeline
+
+    async def rewrite(self, data: Mapping[str, Any], key: Any, wire: WireFormat) -> Rewrite:
+        """What the pipeline makes of LiteLLM's request data."""
+        return await (await self.pipeline())(chat_request(data, key, wire))
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict, call_type: Any
@@ -76,12 +76,8 @@ class RecoveryHook(CustomLogger):
         wire = WIRES.get(str(call_type))
         if wire is None or not isinstance(data.get("messages"), list):
             return data
-        try:
-            request = chat_request(data, user_api_key_dict, wire)
-            rewrite = await (await self.pipeline())(request)
-        except Exception as exc:  # fail-open: never break the request
-            self.metrics.rewrite_failures.inc()
-            log.error("rewrite failed, forwarding unchanged: %s: %s", type(exc).__name__, exc)
+        rewrite = await fail_open(lambda: self.rewrite(data, user_api_key_dict, wire), self.metrics)
+        if rewrite.body is None and rewrite.reject is None:
             return data
         if rewrite.reject is not None:
             from litellm.proxy._types import ProxyException

@@ -17,11 +17,18 @@ log = logging.getLogger("recovery_proxy")
 class RulesHolder:
     """Holds the active rules; `current` is always a complete, valid rule set."""
 
-    def __init__(self, directory: Path | None, metrics: Metrics, extra: Path | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path | None,
+        metrics: Metrics,
+        extra: Path | None = None,
+        loaded: Rules | None = None,
+    ) -> None:
+        """Load the rules, unless start-up has already loaded (and checked) them: `loaded`."""
         self.directory = directory or default_rules_dir()
         self.extra = extra
         self.metrics = metrics
-        self.current: Rules = load_rules(self.directory, extra)
+        self.current: Rules = loaded or load_rules(self.directory, extra)
         metrics.set_rules_version(self.current.version)
         log.info("rules loaded from %s, version %s", self.current.source, self.current.version)
         self._task: asyncio.Task[None] | None = None

@@ -18,7 +18,7 @@ import asyncio
 import hmac
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
@@ -38,9 +38,7 @@ from recovery_proxy.server.inspector import (
     session_row,
     token_page,
 )
-
-if TYPE_CHECKING:
-    from recovery_proxy.server.app import RecoveryProxy
+from recovery_proxy.server.state import ProxyState
 
 log = logging.getLogger("recovery_proxy")
 
@@ -76,8 +74,8 @@ class Auth:
         )
 
 
-def router(proxy: RecoveryProxy, token: str) -> APIRouter:
-    """The `/admin` routes for `proxy`; include only when an admin token is configured."""
+def router(proxy: ProxyState, token: str) -> APIRouter:
+    """The `/admin` routes over the proxy's state; include only when a token is configured."""
     auth = Auth(token)
     if len(token) < 16:
         log.warning(
@@ -87,7 +85,7 @@ def router(proxy: RecoveryProxy, token: str) -> APIRouter:
     reloading = asyncio.Lock()
 
     def store() -> Any:
-        return getattr(proxy.rewriter, "store", None)
+        return proxy.store
 
     async def conversations(limit: int = MAX_LIST) -> list[tuple[str, SessionState]]:
         found = await store().list_sessions(limit)
@@ -108,7 +106,7 @@ def router(proxy: RecoveryProxy, token: str) -> APIRouter:
                 return token_page(request, wrong=True)
         if auth.allowed(request):
             if store() is None:
-                return unavailable("the admin API needs the recovery pipeline", wants_html)
+                return unavailable("the proxy is still starting", wants_html)
             return None
         if wants_html:
             return token_page(request, wrong=False)
@@ -176,9 +174,9 @@ def router(proxy: RecoveryProxy, token: str) -> APIRouter:
     async def reload_rules(request: Request) -> Response:
         if (refused := gate(request, wants_html=False)) is not None:
             return refused
-        holder = getattr(proxy.rewriter, "rules", None)
+        holder = proxy.rules
         if holder is None:
-            return unavailable("the admin API needs the recovery pipeline", False)
+            return unavailable("the proxy is still starting", False)
         async with reloading:  # one reload at a time; off the event loop (~0.2 s of RE2)
             before = holder.current.version
             try:

@@ -3,7 +3,8 @@
 `RecoveryProxy` answers `/v1/...` itself (read body, fail-open rewrite, relay) and hands
 every other request (health, metrics, /admin) and the lifespan to the control plane.
 Measured: FastAPI's request handling cost 0.3-0.4 ms per proxied request, more than the
-rewrite itself (issue 9).
+rewrite itself (issue 9). Requests the proxy refuses raise `Refusal`; `__call__` answers
+them, in the wire format's error shape, in one place.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -20,13 +21,14 @@ import orjson
 from recovery_proxy.config import Settings
 from recovery_proxy.logs import log_request
 from recovery_proxy.metrics import Metrics
-from recovery_proxy.pipeline import open_pipeline
-from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter
-from recovery_proxy.server import litellm_upstream
+from recovery_proxy.pipeline import Parts, build_pipeline, open_parts
+from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter, fail_open
+from recovery_proxy.rules.model import Rules
 from recovery_proxy.server.asgi import (
     BodyTooLarge,
     ClientGone,
     Receive,
+    Refusal,
     Scope,
     Send,
     decode_body,
@@ -39,150 +41,134 @@ from recovery_proxy.server.asgi import (
     until_disconnect,
 )
 from recovery_proxy.server.control_plane import control_app
-from recovery_proxy.server.litellm_models import load_models
-from recovery_proxy.server.upstream import HeaderError, Upstream, new_session, upstream_headers
+from recovery_proxy.server.litellm_upstream import LitellmUpstream
+from recovery_proxy.server.state import ProxyState
+from recovery_proxy.server.upstream import HttpUpstream, Outgoing, Upstream, upstream_headers
 from recovery_proxy.session import path as session_path
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
 from recovery_proxy.wire.base import exact_paths_only
 
 log = logging.getLogger("recovery_proxy")
 
-RewriterFactory = Callable[[Settings, Metrics, AsyncExitStack], Awaitable[Rewriter]]
+RewriterFactory = Callable[[Settings, Metrics, Parts], Rewriter]
 
 
 class RecoveryProxy:
-    """The proxy as one ASGI callable. State lives on the instance, set up in `lifespan()`."""
+    """The proxy as one ASGI callable. What it opens lives in `state`, set up in `lifespan()`."""
 
-    def __init__(self, settings: Settings, rewriter_factory: RewriterFactory | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        rewriter_factory: RewriterFactory | None = None,
+        rules: Rules | None = None,
+    ) -> None:
         self.settings = settings
-        self.metrics = Metrics()
-        self.rewriter_factory = rewriter_factory or open_pipeline
+        self.state = ProxyState(settings, Metrics())
+        self.metrics = self.state.metrics
+        self.rewriter_factory = rewriter_factory or build_pipeline
+        self.loaded_rules = rules
         self.rewriter: Rewriter | None = None
         self.upstream: Upstream | None = None
-        self.ready = False
-        self.models = load_models(settings.models) if settings.models else {}
+        self.litellm = LitellmUpstream.from_settings(settings, self.metrics)  # a bad --models
         self.routes = {path: wire for wire in FORMATS for path in wire.paths}
         self.matched = [wire for wire in FORMATS if wire.path_match is not exact_paths_only]
         other = (p for w in FORMATS for p in w.passthrough_prefixes if not p.startswith("/v1/"))
         self.roots = ("/v1/", *other)
         names = [wire.name for wire in FORMATS] + ["passthrough"]
         self._requests = {name: self.metrics.requests.labels(name) for name in names}
-        self.control = control_app(self)
+        self.control = control_app(self.state, self.lifespan)
+
+    @property
+    def ready(self) -> bool:
+        return self.state.ready
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Open the upstream pool and the rewriter; close both on the way out."""
+        """Open the upstream pool, the rules and the store, and the rewriter over them."""
         async with AsyncExitStack() as stack:
-            session = new_session(self.settings)
-            stack.push_async_callback(session.close)
-            self.rewriter = await self.rewriter_factory(self.settings, self.metrics, stack)
-            self.upstream = Upstream(self.settings, session, self.metrics)
-            self.ready = True
-            log.info("recovery-proxy ready, upstream %s", self.settings.upstream)
+            settings, metrics = self.settings, self.metrics
+            upstream = HttpUpstream(settings, metrics)
+            stack.push_async_callback(upstream.close)
+            parts = await open_parts(settings, metrics, stack, self.loaded_rules)
+            self.state.store, self.state.rules = parts.store, parts.rules
+            self.rewriter = self.rewriter_factory(settings, metrics, parts)
+            self.upstream = upstream
+            self.state.ready = True
+            log.info("recovery-proxy ready, upstream %s", settings.upstream)
             try:
                 yield
             finally:
-                self.ready = False
+                self.state.ready = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path: str = scope["path"]
+        if scope["type"] != "http":
+            await self.control(scope, receive, send)
+            return
+        wire: WireFormat | None = None
+        try:
             session: str | None = None
-            if path.startswith(session_path.PREFIX):
+            if scope["path"].startswith(session_path.PREFIX):
                 try:
                     session, scope = session_path.split(scope)
                 except session_path.BadSessionPath as exc:
-                    await self._bad_session_path(scope, send, str(exc))
-                    return
-                path = scope["path"]
+                    raise Refusal(400, str(exc), "invalid_session_path") from None
+            path: str = scope["path"]
             wire = self.routes.get(path)
             if wire is None and self.matched and scope["method"] == "POST":
                 wire = next((w for w in self.matched if w.path_match(path)), None)
-            proxied = wire is not None or path.startswith(self.roots)
-            if proxied and self.settings.require_credential and not has_credential(scope):
-                await self._unauthenticated(scope, send)  # health and metrics stay open
+            rewritten = wire is not None and scope["method"] == "POST"
+            if not rewritten and not path.startswith(self.roots):
+                await self.control(scope, receive, send)  # health and metrics stay open
                 return
-            if wire is not None and scope["method"] == "POST":
+            if not rewritten:
+                wire = for_passthrough(path, header_names(scope))
+            if self.settings.require_credential and not has_credential(scope):
+                message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
+                raise Refusal(401, message, "missing_credential")
+            if rewritten:
                 await self._rewritten(scope, receive, send, wire, session)
-                return
-            if path.startswith(self.roots):
-                await self._passthrough(scope, receive, send)
-                return
-        await self.control(scope, receive, send)
+            else:
+                await self._passthrough(scope, receive, send, wire)
+        except ClientGone:
+            return
+        except Refusal as refusal:
+            wire = wire or self._wire_after_prefix(scope)
+            body = wire.error_body(refusal.status, refusal.message, refusal.code)
+            await send_error(send, refusal.status, body, refusal.headers)
 
-    async def _unauthenticated(self, scope: Scope, send: Send) -> None:
-        """401 in the wire format's shape: `require_credential` refuses anonymous callers."""
-        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
-        wire = self.routes.get(scope["path"]) or for_passthrough(scope["path"], names)
-        message = "This proxy requires a credential (Authorization, x-api-key or api-key)."
-        await send_error(send, 401, wire.error_body(401, message, "missing_credential"))
-
-    async def _bad_session_path(self, scope: Scope, send: Send, message: str) -> None:
-        """400 in the shape of the API the rest of the path names."""
-        rest = scope["path"][len(session_path.PREFIX) :].partition("/")[2]
-        names = {k.decode("latin-1"): "" for k, _ in scope["headers"]}
-        wire = self.routes.get("/" + rest) or for_passthrough("/" + rest, names)
-        await send_error(send, 400, wire.error_body(400, message, "invalid_session_path"))
+    def _wire_after_prefix(self, scope: Scope) -> WireFormat:
+        """The API a path names after any `/s/{session}/` prefix (even a malformed one)."""
+        path: str = scope["path"]
+        if path.startswith(session_path.PREFIX):
+            path = "/" + path[len(session_path.PREFIX) :].partition("/")[2]
+        return self.routes.get(path) or for_passthrough(path, header_names(scope))
 
     async def _rewritten(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        wire: WireFormat,
-        session: str | None = None,
+        self, scope: Scope, receive: Receive, send: Send, wire: WireFormat, session: str | None
     ) -> None:
         """Read the body, run the fail-open rewrite, forward the result."""
         started = time.perf_counter()
         self._requests[wire.name].inc()
-        limit = self.settings.max_body_bytes
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        declared, encoding = length_and_encoding(raw_headers)
-        errors = wire.error_body
-        try:
-            body = await read_body(receive, limit, declared)
-            plain = decode_body(body, encoding, limit)
-        except BodyTooLarge:
-            message = f"Request body is over the proxy's limit of {limit} bytes."
-            await send_error(send, 413, errors(413, message, "request_too_large"))
-            return
-        except ClientGone:
-            return
-        try:  # checked before the rewrite: a refused request leaves no trace in the session
-            forward_headers = upstream_headers(raw_headers, keep_length=False)
-        except HeaderError as exc:
-            await send_error(send, 400, errors(400, str(exc), "invalid_header"))
-            return
+        body, plain = await self._read(receive, raw_headers)
+        # checked before the rewrite: a refused request leaves no trace in the session
+        forward_headers = upstream_headers(raw_headers, keep_length=False)
         rewrite = UNCHANGED
-        params: dict[str, Any] | None = None
+        payload: dict[str, Any] | None = None
+        upstream = self.upstream
         if plain is not None:
-            try:
-                payload = orjson.loads(plain)
-            except orjson.JSONDecodeError as exc:
-                message = f"We could not parse the JSON body of your request: {exc}"
-                await send_error(send, 400, errors(400, message, "invalid_json"))
-                return
-            if not isinstance(payload, dict):
-                message = f"The request body must be a JSON object, got {type(payload).__name__}."
-                await send_error(send, 400, errors(400, message, "invalid_body"))
-                return
-            params = self._routed(wire, payload)
-            if params is not None and (refused := litellm_upstream.refusal(payload)):
-                await send_error(send, 400, errors(400, refused, "routing_not_allowed"))
-                return
+            payload = parse_object(plain)
+            if self.litellm is not None and self.litellm.takes(wire, payload):
+                self.litellm.check(payload)
+                upstream = self.litellm
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
             if wire.scope_headers is not None:
                 headers = wire.scope_headers(headers, scope.get("query_string", b""))
             request = ChatRequest(plain, payload, headers, wire, session, scope["path"])
-            rewrite = await self._safe_rewrite(request)
-        extra = [
-            (b"x-recovery-proxy-injected", b"%d" % rewrite.injected),
-            (b"x-recovery-proxy-reapplied", b"%d" % rewrite.reapplied),
-        ]
-        if rewrite.session:
-            extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
-        if rewrite.arm:
-            extra.append((b"x-recovery-proxy-arm", rewrite.arm.encode()))
+            rewriter = self.rewriter
+            assert rewriter is not None, "the lifespan has not run"
+            rewrite = await fail_open(lambda: rewriter(request), self.metrics)
+        extra = rewrite_headers(rewrite)
         log_request(
             session=rewrite.session,
             wire=wire.name,
@@ -197,99 +183,74 @@ class RecoveryProxy:
             body=(rewrite.body or plain) if self.settings.log_bodies else None,
         )
         if rewrite.reject is not None:  # the `block` escalation: answered here, with our headers
-            blocked = errors(409, rewrite.reject, "recovery_escalation")
-            await send_error(send, 409, blocked, [(b"x-should-retry", b"false"), *extra])
-            return
-        if params is not None:
-            routed = payload if rewrite.body is None else orjson.loads(rewrite.body)
-            await self._watched(receive, litellm_upstream.respond(send, routed, params, extra))
-            return
+            headers = [(b"x-should-retry", b"false"), *extra]
+            raise Refusal(409, rewrite.reject, "recovery_escalation", headers)
         out = body
         if rewrite.body is not None:
             out = rewrite.body
+            payload = None  # parsed again only by an upstream that needs it
             forward_headers.popall("content-encoding", None)  # the new body is plain JSON
         forward_headers["content-length"] = str(len(out))
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
-        await self._relay(receive, send, "POST", url, forward_headers, out, extra, started, wire)
+        outgoing = Outgoing("POST", url, forward_headers, out, wire, started, extra, payload)
+        await self._exchange(receive, send, upstream, outgoing)
 
-    async def _passthrough(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _read(
+        self, receive: Receive, raw_headers: list[tuple[bytes, bytes]]
+    ) -> tuple[bytes, bytes | None]:
+        """The body as sent and as JSON bytes (None: an encoding the proxy cannot read)."""
+        limit = self.settings.max_body_bytes
+        declared, encoding = length_and_encoding(raw_headers)
+        try:
+            body = await read_body(receive, limit, declared)
+            return body, decode_body(body, encoding, limit)
+        except BodyTooLarge:
+            message = f"Request body is over the proxy's limit of {limit} bytes."
+            raise Refusal(413, message, "request_too_large") from None
+
+    async def _passthrough(
+        self, scope: Scope, receive: Receive, send: Send, wire: WireFormat
+    ) -> None:
         """Any other `/v1/...` request: relayed as is, body streamed."""
         started = time.perf_counter()
         self._requests["passthrough"].inc()
         raw_path = scope.get("raw_path") or scope["path"].encode()
         path = raw_path.split(b"?", 1)[0].decode("latin-1")
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        names = {k.decode("latin-1"): "" for k, _ in raw_headers}
-        wire = for_passthrough(scope["path"], names)
         if escapes(scope["path"]):
             message = "The request path leaves the API's base path ('..' or '.' segments)."
-            await send_error(send, 400, wire.error_body(400, message, "invalid_path"))
-            return
-        has_body = any(k in (b"content-length", b"transfer-encoding") for k, _ in raw_headers)
+            raise Refusal(400, message, "invalid_path")
         body_read: asyncio.Event | None = None
         body: Any = None
-        if has_body:
+        if any(k in (b"content-length", b"transfer-encoding") for k, _ in raw_headers):
             body_read = asyncio.Event()
             body = stream_body(receive, body_read)
-        try:
-            forward_headers = upstream_headers(raw_headers, keep_length=True)
-        except HeaderError as exc:
-            await send_error(send, 400, wire.error_body(400, str(exc), "invalid_header"))
-            return
+        forward_headers = upstream_headers(raw_headers, keep_length=True)
         url = self._url(wire, wire.upstream_path(path), scope)
-        await self._relay(
-            receive,
-            send,
-            scope["method"],
-            url,
-            forward_headers,
-            body,
-            [],
-            started,
-            wire,
-            body_read,
-        )
-
-    def _routed(self, wire: WireFormat, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The `litellm_params` of a Chat Completions request whose model is in `--models`."""
-        model = payload.get("model")
-        if not self.models or wire.name != "openai_chat" or not isinstance(model, str):
-            return None
-        return self.models.get(model)
+        outgoing = Outgoing(scope["method"], url, forward_headers, body, wire, started)
+        await self._exchange(receive, send, self.upstream, outgoing, body_read)
 
     def _url(self, wire: WireFormat, path: str, scope: Scope) -> str:
         query: bytes = scope.get("query_string", b"")
         url = getattr(self.settings, wire.upstream) + path
         return f"{url}?{query.decode('latin-1')}" if query else url
 
-    async def _relay(
+    async def _exchange(
         self,
         receive: Receive,
         send: Send,
-        method: str,
-        url: str,
-        headers: Any,
-        body: Any,
-        extra: list[tuple[bytes, bytes]],
-        started: float,
-        wire: WireFormat,
+        upstream: Upstream | None,
+        outgoing: Outgoing,
         body_read: asyncio.Event | None = None,
     ) -> None:
-        """Relay upstream; a client hang-up cancels the upstream exchange at once."""
-        assert self.upstream is not None, "the lifespan has not run"
-        relay = self.upstream.relay(send, method, url, headers, body, extra, started, wire)
-        await self._watched(receive, relay, body_read)
-
-    async def _watched(
-        self, receive: Receive, exchange: Awaitable[None], body_read: asyncio.Event | None = None
-    ) -> None:
-        """Run an upstream exchange; a client hang-up cancels it at once."""
+        """Send `outgoing` upstream and relay the answer; a client hang-up cancels it at once."""
+        assert upstream is not None, "the lifespan has not run"
         task = asyncio.current_task()
         assert task is not None
         gone = [False]
         watcher = asyncio.create_task(until_disconnect(receive, task, body_read, gone))
         try:
-            await exchange
+            await upstream.send(outgoing, send)
         except asyncio.CancelledError:
             if not gone[0]:
                 raise
@@ -299,20 +260,41 @@ class RecoveryProxy:
         finally:
             watcher.cancel()
 
-    async def _safe_rewrite(self, request: ChatRequest) -> Rewrite:
-        """Run the rewrite hook; on any exception forward the original (fail-open)."""
-        assert self.rewriter is not None, "the lifespan has not run"
-        try:
-            return await self.rewriter(request)
-        except Exception as exc:  # fail-open is the contract: never break the agent
-            self.metrics.rewrite_failures.inc()
-            log.error("rewrite failed, forwarding unchanged: %s: %s", type(exc).__name__, exc)
-            return UNCHANGED
+
+def header_names(scope: Scope) -> dict[str, str]:
+    """The request's header names (for `for_passthrough`, which looks at names only)."""
+    return {k.decode("latin-1"): "" for k, _ in scope["headers"]}
+
+
+def parse_object(plain: bytes) -> dict[str, Any]:
+    """The JSON object a rewritten route needs; `Refusal` 400 for anything else."""
+    try:
+        payload = orjson.loads(plain)
+    except orjson.JSONDecodeError as exc:
+        message = f"We could not parse the JSON body of your request: {exc}"
+        raise Refusal(400, message, "invalid_json") from None
+    if not isinstance(payload, dict):
+        message = f"The request body must be a JSON object, got {type(payload).__name__}."
+        raise Refusal(400, message, "invalid_body")
+    return payload
+
+
+def rewrite_headers(rewrite: Rewrite) -> list[tuple[bytes, bytes]]:
+    """The `x-recovery-proxy-*` response headers that say what the rewrite did."""
+    extra = [
+        (b"x-recovery-proxy-injected", b"%d" % rewrite.injected),
+        (b"x-recovery-proxy-reapplied", b"%d" % rewrite.reapplied),
+    ]
+    if rewrite.session:
+        extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))
+    if rewrite.arm:
+        extra.append((b"x-recovery-proxy-arm", rewrite.arm.encode()))
+    return extra
 
 
 def create_app(
-    settings: Settings, rewriter_factory: RewriterFactory | None = None
+    settings: Settings, rewriter_factory: RewriterFactory | None = None, rules: Rules | None = None
 ) -> RecoveryProxy:
-    """Build the proxy. `rewriter_factory` builds the rewrite hook inside the lifespan;
-    by default it is the recovery pipeline."""
-    return RecoveryProxy(settings, rewriter_factory)
+    """Build the proxy. `rewriter_factory` builds the rewriter over the parts the lifespan
+    opens (by default the recovery pipeline); `rules`, if start-up has loaded them already."""
+    return RecoveryProxy(settings, rewriter_factory, rules)

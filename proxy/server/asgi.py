@@ -19,6 +19,24 @@ Send = Callable[[Message], Awaitable[None]]
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
 
+class Refusal(Exception):
+    """A request the proxy answers itself, in the wire format's error shape (the app answers
+    every refusal in one place, so the request path reads as the happy path)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.headers = headers or []
+
+
 class BodyTooLarge(Exception):
     """The request body (or what it decompresses to) is over the limit."""
 

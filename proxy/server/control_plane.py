@@ -7,9 +7,9 @@ imported only when that API is switched on: importing it costs ~0.11 s of a ~0.7
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-if TYPE_CHECKING:
-    from recovery_proxy.server.app import RecoveryProxy
+from recovery_proxy.server.state import ProxyState
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -27,28 +26,30 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers)
 
 
-def control_app(proxy: RecoveryProxy) -> Any:
-    """Health, metrics and (with an admin token) /admin; owns the lifespan the server runs.
-    No OpenAPI schema or docs are served."""
+def control_app(
+    state: ProxyState, proxy_lifespan: Callable[[], AbstractAsyncContextManager[None]]
+) -> Any:
+    """Health, metrics and (with an admin token) /admin over the proxy's `state`; runs the
+    proxy's lifespan as the server's. No OpenAPI schema or docs are served."""
 
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
-        async with proxy.lifespan():
+        async with proxy_lifespan():
             yield
 
     async def healthz(request: Request) -> Response:
-        if not proxy.ready:
+        if not state.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:
-        return Response(proxy.metrics.render(), media_type="text/plain; version=0.0.4")
+        return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    if not proxy.settings.admin_token:  # /admin is a local 404 like any unknown path
+    if not state.settings.admin_token:  # /admin is a local 404 like any unknown path
         return Starlette(
             routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error}
         )
@@ -57,5 +58,5 @@ def control_app(proxy: RecoveryProxy) -> Any:
     from recovery_proxy.server import admin
 
     app = FastAPI(routes=routes, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.include_router(admin.router(proxy, proxy.settings.admin_token))
+    app.include_router(admin.router(state, state.settings.admin_token))
     return app

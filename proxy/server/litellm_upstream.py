@@ -11,14 +11,21 @@ logging off (it prints conversation text).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from recovery_proxy.server.asgi import Send, send_error
+from recovery_proxy.config import Settings
+from recovery_proxy.metrics import Metrics
+from recovery_proxy.server.asgi import Refusal, Send, send_error
+from recovery_proxy.server.litellm_models import load_models
+from recovery_proxy.server.upstream import Outgoing
+from recovery_proxy.wire import WireFormat
 from recovery_proxy.wire.openai_errors import error_body
 
 log = logging.getLogger("recovery_proxy")
@@ -114,39 +121,97 @@ def _dump(chunk: Any) -> bytes:
     return chunk.model_dump_json(exclude_none=True).encode()
 
 
-async def respond(
-    send: Send,
-    payload: Mapping[str, Any],
-    params: Mapping[str, Any],
-    extra_headers: list[tuple[bytes, bytes]],
-) -> None:
-    """Call the provider through litellm and answer in OpenAI's shape."""
-    stream = bool(payload.get("stream"))
-    log.debug(
-        "litellm route: %s -> %s (stream=%s)", payload.get("model"), params.get("model"), stream
-    )
-    try:
-        response = await _import().acompletion(**completion_kwargs(payload, params))
-    except Exception as exc:  # litellm maps provider errors to its OpenAI-style exceptions
-        status, body = _error(exc)
-        log.warning("litellm route %s: %s (%d)", params.get("model"), type(exc).__name__, status)
-        await send_error(send, status, body, _error_headers(exc))
-        return
-    if not stream:
-        body = _dump(response)
-        headers = [(b"content-type", b"application/json"), *extra_headers]
-        headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-        return
-    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers + extra_headers})
-    try:
-        async for chunk in response:
-            frame = b"data: " + _dump(chunk) + b"\n\n"
+class LitellmUpstream:
+    """The second upstream: the models of `--models`, called through litellm, with the same
+    read and stream timeouts, overhead header and overhead metric as the HTTP upstream."""
+
+    def __init__(
+        self, models: Mapping[str, Mapping[str, Any]], settings: Settings, metrics: Metrics
+    ) -> None:
+        self.models = models
+        self.read_timeout = settings.read_timeout
+        self.chunk_timeout = settings.stream_chunk_timeout
+        self.metrics = metrics
+
+    @classmethod
+    def from_settings(cls, settings: Settings, metrics: Metrics) -> LitellmUpstream | None:
+        """The upstream for `settings.models`, or None without that file (ModelsError if bad)."""
+        if settings.models is None:
+            return None
+        return cls(load_models(settings.models), settings, metrics)
+
+    def takes(self, wire: WireFormat, payload: Mapping[str, Any]) -> bool:
+        """Whether this upstream serves the request: Chat Completions for a listed model."""
+        model = payload.get("model")
+        return wire.name == "openai_chat" and isinstance(model, str) and model in self.models
+
+    def check(self, payload: Mapping[str, Any]) -> None:
+        """`Refusal` 400 for a routed request that tries to pick the destination or the key."""
+        if refused := refusal(payload):
+            raise Refusal(400, refused, "routing_not_allowed")
+
+    async def send(self, outgoing: Outgoing, send: Send) -> None:
+        """Call the provider through litellm and answer in OpenAI's shape."""
+        payload = outgoing.payload
+        if payload is None:
+            assert isinstance(outgoing.body, bytes)
+            payload = orjson.loads(outgoing.body)
+        params = self.models[payload["model"]]
+        stream = bool(payload.get("stream"))
+        log.debug("litellm route: %s -> %s (stream=%s)", payload["model"], params["model"], stream)
+        overhead = time.perf_counter() - outgoing.started
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                response = await _import().acompletion(**completion_kwargs(payload, params))
+        except TimeoutError:
+            self.metrics.upstream_errors.labels("timeout").inc()
+            log.warning(
+                "litellm route %s: no response within %gs", params["model"], self.read_timeout
+            )
+            message = f"Upstream sent no response within {self.read_timeout:g}s."
+            await send_error(send, 504, outgoing.wire.error_body(504, message, "upstream_timeout"))
+            return
+        except Exception as exc:  # litellm maps provider errors to its OpenAI-style exceptions
+            status, body = _error(exc)
+            log.warning("litellm route %s: %s (%d)", params["model"], type(exc).__name__, status)
+            await send_error(send, status, body, _error_headers(exc))
+            return
+        self.metrics.overhead.observe(overhead)
+        extra = [
+            *outgoing.extra_headers,
+            (b"x-recovery-proxy-overhead-ms", b"%.3f" % (overhead * 1000)),
+        ]
+        if not stream:
+            body = _dump(response)
+            headers = [(b"content-type", b"application/json"), *extra]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers + extra})
+        await self._stream(send, response, params["model"], outgoing.wire)
+
+    async def _stream(self, send: Send, response: Any, model: str, wire: WireFormat) -> None:
+        """Relay chunks as SSE frames; a stalled or broken stream ends with an error frame."""
+        chunks = aiter(response)
+        try:
+            while True:
+                async with asyncio.timeout(self.chunk_timeout):
+                    chunk = await anext(chunks, None)
+                if chunk is None:
+                    break
+                frame = b"data: " + _dump(chunk) + b"\n\n"
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+        except TimeoutError:
+            self.metrics.upstream_errors.labels("stream_timeout").inc()
+            log.warning("litellm stream %s stalled", model)
+            message = f"Upstream stream timeout: no data for {self.chunk_timeout:g}s"
+            frame = wire.stream_error(message, "stream_timeout")
             await send({"type": "http.response.body", "body": frame, "more_body": True})
-    except Exception as exc:  # the stream broke after the status line: an SSE error frame
-        log.warning("litellm stream %s broke: %s", params.get("model"), type(exc).__name__)
-        frame = b"data: " + _error(exc)[1] + b"\n\n"
-        await send({"type": "http.response.body", "body": frame, "more_body": True})
-    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+        except Exception as exc:  # the stream broke after the status line: an SSE error frame
+            self.metrics.upstream_errors.labels("stream_broken").inc()
+            log.warning("litellm stream %s broke: %s", model, type(exc).__name__)
+            frame = b"data: " + _error(exc)[1] + b"\n\n"
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})

@@ -13,6 +13,7 @@ import pytest
 
 from recovery_proxy.core.state import Event, Link, SessionState
 from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.server.app import create_app
 from recovery_proxy.session.keys import tenant_of
 from tests.agent import ScriptedAgent
 from tests.conftest import local_rules, make_settings, proxy_client
@@ -37,7 +38,7 @@ def tenant(api_key: str) -> str:
 
 
 def store_of(client: httpx.AsyncClient) -> Any:
-    return client.app.rewriter.store  # type: ignore[attr-defined]
+    return client.app.state.store  # type: ignore[attr-defined]
 
 
 async def fail(agent: ScriptedAgent, path: str) -> str:
@@ -322,11 +323,22 @@ async def test_rules_reload_applies_and_a_broken_directory_keeps_the_old_rules(
     assert f'recovery_proxy_rules_info{{version="{new_version}"}} 1.0' in metrics
 
 
-async def test_rules_reload_without_the_pipeline_is_503() -> None:
-    """A custom rewriter (no store, no rules holder): the admin API says so, plainly."""
+async def test_the_admin_api_is_503_until_the_proxy_has_opened_its_store() -> None:
+    """Before the lifespan has run there is no store and no rules: the admin API says so."""
+    app = create_app(make_settings(admin_token=TOKEN))
+    transport = httpx.ASGITransport(app=app)  # no lifespan: the proxy is still starting
+    async with httpx.AsyncClient(transport=transport, base_url="http://proxy.local") as client:
+        reload = await client.post("/admin/rules/reload", headers=AUTH)
+        listed = await client.get("/admin/sessions", headers=AUTH)
+    assert reload.status_code == listed.status_code == 503
+    assert listed.json()["error"]["message"] == "the proxy is still starting"
+
+
+async def test_a_custom_rewriter_still_gets_the_apps_store_and_rules() -> None:
+    """The app owns the store and the rules: the admin API works whatever the rewriter."""
     from recovery_proxy.rewrite import UNCHANGED
 
-    async def factory(*_: Any) -> Any:
+    def factory(*_: Any) -> Any:
         async def rewrite(request: Any) -> Any:
             return UNCHANGED
 
@@ -335,7 +347,8 @@ async def test_rules_reload_without_the_pipeline_is_503() -> None:
     async with proxy_client(make_settings(admin_token=TOKEN), factory) as client:
         reload = await client.post("/admin/rules/reload", headers=AUTH)
         listed = await client.get("/admin/sessions", headers=AUTH)
-    assert reload.status_code == listed.status_code == 503
+    assert reload.status_code == listed.status_code == 200
+    assert reload.json()["status"] == "unchanged" and listed.json() == []
 
 
 # ---- inspector over HTTP ----------------------------------------------------------------

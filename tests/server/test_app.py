@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
-
 import orjson
 from httpx import Response
 
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.pipeline import Parts
 from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
@@ -83,7 +82,7 @@ async def test_unknown_json_fields_are_forwarded_for_the_provider_to_judge(clien
 def raising_factory() -> tuple[list[ChatRequest], object]:
     seen: list[ChatRequest] = []
 
-    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
+    def factory(settings: Settings, metrics: Metrics, parts: Parts) -> Rewriter:
         async def explode(request: ChatRequest) -> Rewrite:
             seen.append(request)
             raise RuntimeError("classifier bug")
@@ -112,7 +111,7 @@ async def test_rewrite_hook_failure_forwards_original_bytes(chat_body, caplog) -
 
 
 async def test_rewrite_hook_can_replace_body_and_reports_injected(chat_body) -> None:
-    async def factory(settings: Settings, metrics: Metrics, stack: AsyncExitStack) -> Rewriter:
+    def factory(settings: Settings, metrics: Metrics, parts: Parts) -> Rewriter:
         async def rewrite(request: ChatRequest) -> Rewrite:
             payload = dict(request.payload)
             payload["messages"] = [*payload["messages"], {"role": "user", "content": "[note]"}]
