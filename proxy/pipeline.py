@@ -94,7 +94,7 @@ class RecoveryPipeline:
         if plan.events and rules.escalation.webhook_url:
             self.webhooks.send(rules.escalation.webhook_url, plan.events)
         if plan.reject is not None:
-            reason = rules.templates["blocked"].format(reason=plan.reject)
+            reason = rules.templates.blocked.format(reason=plan.reject)
             return Rewrite(reject=reason, session=key, arm=arm, **counts)
         if not plan.appends and not plan.summary:
             return Rewrite(session=key, arm=arm, **counts)

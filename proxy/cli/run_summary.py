@@ -15,7 +15,7 @@ from recovery_proxy.core.state import SessionState
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import Parts
 from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter
-from recovery_proxy.session.keys import scoped, tenant_of
+from recovery_proxy.session.keys import named, scoped, tenant_of
 from recovery_proxy.store import Store
 
 log = logging.getLogger("recovery_proxy")
@@ -63,7 +63,7 @@ class CountingRewriter:
         tally = self.tally
         tally.requests += 1  # before the rewrite: one that fails open still counts
         if request.session is not None:  # the key the pipeline gives a path-named session
-            expected = scoped(tenant_of(request.headers, self.salt), f"h:{request.session}")
+            expected = scoped(tenant_of(request.headers, self.salt), named(request.session))
             if expected not in tally.baselines:
                 tally.baselines[expected] = await self._baseline(expected)
         rewrite = await self.inner(request)

@@ -77,7 +77,7 @@ def tool_loops(loop: LoopState, rules: Rules) -> Findings:
         )
         return found
     if run >= th.same_call_notice:
-        found.notices.append(t["same_call"].format(call=call, count=run, rule="same-call"))
+        found.notices.append(t.same_call.format(call=call, count=run, rule="same-call"))
         return found
     if _cycle(steps, th, t, found):
         return found
@@ -90,7 +90,7 @@ def tool_loops(loop: LoopState, rules: Rules) -> Findings:
         )
     elif count == th.window_notice:
         found.notices.append(
-            t["call_window"].format(
+            t.call_window.format(
                 call=call, count=count, window=len(recent), rule="same-call-window"
             )
         )
@@ -109,7 +109,7 @@ def _cycle(steps: list[str], th: Thresholds, t: dict[str, str], found: Findings)
             )
             return True
         if span == length * th.cycle_repeats:
-            text = t["cycle"].format(
+            text = t.cycle.format(
                 total=span, calls=names, repeats=th.cycle_repeats, rule="call-cycle"
             )
             found.notices.append(text)
@@ -181,4 +181,4 @@ def compaction_loop(loop: LoopState, compactions: list[Compaction], rules: Rules
 
 def t_format(rules: Rules, name: str, **fields: object) -> str:
     """Render a loop template; its rule id is the template name with dashes."""
-    return rules.templates[name].format(rule=name.replace("_", "-"), **fields)
+    return getattr(rules.templates, name).format(rule=name.replace("_", "-"), **fields)

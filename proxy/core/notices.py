@@ -28,12 +28,12 @@ def repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]
     th, t = rules.thresholds, rules.templates
     target = f'"{record.target}"' if record.target else record.operation
     if count >= th.repeat_stop:
-        name = "repeat_stop"
+        template = t.repeat_stop
     elif count >= th.repeat_warn:
-        name = "repeat_warn"
+        template = t.repeat_warn
     else:
         return []
-    return [t[name].format(count=count, category=record.category, target=target)]
+    return [template.format(count=count, category=record.category, target=target)]
 
 
 def loop_notices(
@@ -75,7 +75,7 @@ def conversation_loops(
     elif action == "webhook":
         plan.events.append(webhook_event(state, now, reason))
     else:
-        loop.pending.append(rules.templates["escalation"].format(reason=reason))
+        loop.pending.append(rules.templates.escalation.format(reason=reason))
 
 
 def escalate(

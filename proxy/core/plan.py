@@ -106,9 +106,9 @@ def systemic_notice(state: SessionState, record: FailureRecord, rules: Rules) ->
     operations = sorted({r.operation for r in recent if r.category == record.category})
     if len(operations) < rules.thresholds.systemic_operations:
         return ""
-    return rules.templates["systemic"].format(
+    return rules.templates.systemic.format(
         operation=render.operation(record.operation, record.target),
-        error=render.unlabelled(rules.templates["systemic"], record.error),
+        error=render.unlabelled(rules.templates.systemic, record.error),
         category=record.category,
         operations=len(operations),
         names=", ".join(operations),

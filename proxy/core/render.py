@@ -26,9 +26,9 @@ def unlabelled(template: str, error: str) -> str:
 def previous_attempts(rules: Rules, earlier: list[FailureRecord]) -> str:
     t = rules.templates
     if not earlier:
-        return t["no_previous_attempts"]
+        return t.no_previous_attempts
     return "\n".join(
-        t["previous_attempt"].format(
+        t.previous_attempt.format(
             n=n,
             operation=operation(r.operation, r.target),
             category=r.category,
@@ -47,24 +47,24 @@ def block(
 ) -> str:
     """The recovery block for one failure (seed 000's shape), notices last."""
     t = rules.templates
-    text = t["block"].format(
+    text = t.block.format(
         operation=operation(record.operation, record.target),
-        error=unlabelled(t["block"], record.error),
+        error=unlabelled(t.block, record.error),
         previous=previous_attempts(rules, earlier),
-        hints="\n".join(t["hint"].format(hint=h) for h in hints),
+        hints="\n".join(t.hint.format(hint=h) for h in hints),
     )
     return "\n\n".join([text, *notices])
 
 
 def notice(rules: Rules, notices: list[str]) -> str:
     """Notices attached to a result that is not itself a failure."""
-    return rules.templates["notice"].format(notices="\n".join(notices))
+    return rules.templates.notice.format(notices="\n".join(notices))
 
 
 def summary(rules: Rules, records: list[FailureRecord]) -> str:
     t = rules.templates
     items = "\n".join(
-        t["summary_item"].format(
+        t.summary_item.format(
             category=r.category,
             operation=operation(r.operation, r.target),
             error=r.error,
@@ -72,4 +72,4 @@ def summary(rules: Rules, records: list[FailureRecord]) -> str:
         )
         for r in records
     )
-    return t["summary"].format(items=items)
+    return t.summary.format(items=items)

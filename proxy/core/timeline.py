@@ -25,6 +25,6 @@ def new_event(state: SessionState, now: float, kind: EventKind, call_id: str, te
 
 def summarised(summary: str, rules: Rules) -> str:
     """`N failures`: the items of a summary (lines starting like the item template)."""
-    start = rules.templates["summary_item"].partition("{")[0] or "-"
+    start = rules.templates.summary_item.partition("{")[0] or "-"
     count = sum(1 for line in summary.splitlines() if line.startswith(start))
     return f"{count} failures" if count != 1 else "1 failure"

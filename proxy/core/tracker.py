@@ -51,7 +51,6 @@ from recovery_proxy.core.state import (
 from recovery_proxy.core.timeline import event, new_event, summarised
 from recovery_proxy.rules.model import Rules
 
-MARKERS = ("[Error Recovery Context]", "[Recovery Notice]")
 # Results judged per request: a proxy put in front of a long conversation sees all of it at
 # once; only the newest are judged (records keep 50 anyway), the older ones are marked seen.
 MAX_JUDGED = 1000
@@ -125,7 +124,7 @@ def observe(
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
-        if text and not any(marker in result.text for marker in MARKERS):
+        if text and not any(mark in result.text for mark in rules.templates.own_markers):
             state.annotations[result.key] = text
             plan.fresh += 1
             if not control:
@@ -208,7 +207,7 @@ def _annotate(
     found_notices, found_escalations = loop_notices(state, result, rules, now)
     notices += found_notices
     escalations += found_escalations
-    escalation_texts = [rules.templates["escalation"].format(reason=r) for r in escalations]
+    escalation_texts = [rules.templates.escalation.format(reason=r) for r in escalations]
     if escalations:
         escalate(state, result, escalations, rules, plan, now)
     if budget.escalations_only:

@@ -31,6 +31,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.rewrite import ChatRequest, Rewrite, Rewriter, fail_open
+from recovery_proxy.session.keys import CREDENTIAL_HEADERS
 from recovery_proxy.wire import WireFormat, anthropic_messages, openai_chat
 
 log = logging.getLogger("recovery_proxy")
@@ -40,7 +41,6 @@ WIRES: dict[str, WireFormat] = {
     "anthropic_messages": anthropic_messages.FORMAT,
 }
 FIELDS = ("model", "messages", "system", "litellm_session_id")  # what the pipeline reads
-CREDENTIALS = ("authorization", "x-api-key", "api-key", "x-litellm-api-key", "x-goog-api-key")
 
 
 class RecoveryHook(CustomLogger):
@@ -109,7 +109,7 @@ def chat_request(data: Mapping[str, Any], key: Any, wire: WireFormat) -> ChatReq
     headers = {
         str(k).lower(): str(v)
         for k, v in (sent.items() if isinstance(sent, Mapping) else ())
-        if str(k).lower() not in CREDENTIALS
+        if str(k).lower() not in CREDENTIAL_HEADERS
     }
     tenant = getattr(key, "api_key", None) or getattr(key, "token", None) or ""
     headers["authorization"] = f"Bearer {tenant}"

@@ -22,6 +22,7 @@ from recovery_proxy.rules.model import (
     PatternSet,
     Rules,
     RulesError,
+    Templates,
     compile_pattern,
 )
 from recovery_proxy.rules.overlay import overlay
@@ -188,7 +189,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         key_line=tuple(key_line),
         categories=tuple(categories),
         targets=_merge_dicts((f for _, f in each("targets")), Targets),
-        templates=templates,
+        templates=Templates.of(templates),
         thresholds=thresholds,
         escalation=escalation,
         placement=_merge_dicts((f for _, f in each("placement")), Placement),

@@ -91,6 +91,41 @@ MARKED_CACHE = 512  # texts remembered by `Rules.marked`
 MARKED_TEXT_MAX = 64 * 1024  # characters: longer texts are searched every time
 
 
+@dataclass(frozen=True, slots=True)
+class Templates:
+    """Every text the proxy writes, from the rules' `templates:` (fields checked at load)."""
+
+    block: str
+    previous_attempt: str
+    no_previous_attempts: str
+    hint: str
+    repeat_warn: str
+    repeat_stop: str
+    same_call: str
+    cycle: str
+    call_window: str
+    repeated_message: str
+    compaction_loop: str
+    escalation: str
+    systemic: str
+    summary: str
+    summary_item: str
+    blocked: str
+    notice: str
+    # The first lines of the proxy's own blocks and notices ("[Error Recovery Context]"):
+    # text that already carries one is the proxy's, or quotes it, and is not annotated again.
+    own_markers: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, texts: dict[str, str]) -> Templates:
+        """The templates, with the proxy's own markers derived from them."""
+        heads = (texts[name].partition("\n")[0].partition("{")[0].strip() for name in OWN_HEADS)
+        return cls(**texts, own_markers=tuple(dict.fromkeys(h for h in heads if h)))
+
+
+OWN_HEADS = ("block", "systemic", "notice")  # templates whose first line marks the proxy's text
+
+
 @dataclass(frozen=True)
 class Rules:
     """The active, compiled rule set. Immutable: a reload builds a new one."""
@@ -104,7 +139,7 @@ class Rules:
     key_line: tuple[Matcher, ...]
     categories: tuple[Category, ...]
     targets: Targets
-    templates: dict[str, str]
+    templates: Templates
     thresholds: Thresholds
     escalation: Escalation
     placement: Placement

@@ -11,6 +11,8 @@ import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from recovery_proxy.session.keys import CREDENTIAL_HEADERS
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -137,7 +139,7 @@ def length_and_encoding(headers: list[tuple[bytes, bytes]]) -> tuple[int | None,
     return declared, encoding
 
 
-CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key"})
+CREDENTIALS = frozenset(name.encode() for name in CREDENTIAL_HEADERS)
 
 
 def has_credential(scope: Scope) -> bool:

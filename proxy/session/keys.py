@@ -8,7 +8,15 @@ from typing import Any
 
 from recovery_proxy.rules.model import Sessions
 
-CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+# The one list of headers that carry a caller's credential (LiteLLM's own key last): the
+# tenant hash is taken from the first one present; none is ever logged or stored.
+CREDENTIAL_HEADERS = (
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "x-goog-api-key",
+    "x-litellm-api-key",
+)
 FINGERPRINT = "fp:"  # the prefix of a fingerprint id: no session was named
 
 
@@ -42,17 +50,17 @@ def session_id(
     (Claude Code's `metadata.user_id`), then a body field, then a fingerprint of the system
     prompt and first user message (`fp:`, which continuity may link to an earlier one)."""
     if path:
-        return f"h:{path}"
+        return named(path)
     for name in sessions.headers:
         value = headers.get(name)
         if value:
-            return f"h:{value}"
+            return named(value)
     suffix = sessions.header_glob_suffix.lower()
     if suffix:
         for name, value in headers.items():
             lower = name.lower()
             if lower.startswith("x-") and lower.endswith(suffix) and value:
-                return f"h:{value}"
+                return named(value)
     if hint:
         return f"w:{hint}"
     for field in sessions.body_fields:
@@ -62,20 +70,11 @@ def session_id(
     return f"{FINGERPRINT}{fingerprint}"
 
 
+def named(session: str) -> str:
+    """The id of a session the client named (by path or header), before scoping."""
+    return f"h:{session}"
+
+
 def scoped(tenant: str, raw: str) -> str:
     """`tenant:digest`: one tenant can never address another tenant's records."""
     return f"{tenant}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
-
-
-def session_key(
-    headers: Mapping[str, str],
-    payload: Mapping[str, Any],
-    sessions: Sessions,
-    fingerprint: str,
-    salt: str,
-    hint: str | None = None,
-    path: str | None = None,
-) -> str:
-    """`tenant:session` for a request."""
-    raw = session_id(headers, payload, sessions, fingerprint, hint, path)
-    return scoped(tenant_of(headers, salt), raw)

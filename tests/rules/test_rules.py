@@ -144,7 +144,7 @@ def test_extra_rules_replace_a_category_in_place_and_add_new_ones(tmp_path: Path
     assert ids[0] == "quota" and "quota" not in [c.id for c in bundled.categories]
     replaced = rules.category("not_found")
     assert replaced is not None and replaced.hints == ("Run `ls` on the parent directory first",)
-    assert rules.templates["hint"] == "* {hint}"
+    assert rules.templates.hint == "* {hint}"
     assert rules.version != bundled.version
     verdict = classify(rules, "deploy", "Error: quota exceeded for project")
     assert verdict.error and verdict.category == "quota"
@@ -188,3 +188,23 @@ def test_serve_with_broken_rules_prints_one_line(rules_dir: Path) -> None:
     assert len(lines) == 1, done.stderr
     assert str(rules_dir) in lines[0] and "30-recovery.yaml" in lines[0]
     assert "unknown field(s) ['operaton']" in lines[0]
+
+
+def test_templates_are_a_typed_value_with_the_proxys_own_markers_derived_from_them(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import fields
+
+    from recovery_proxy.rules.model import Templates
+    from recovery_proxy.rules.schema import TEMPLATE_NAMES
+
+    assert {f.name for f in fields(Templates)} - {"own_markers"} == TEMPLATE_NAMES
+    bundled = load_rules()
+    assert bundled.templates.own_markers == ("[Error Recovery Context]", "[Recovery Notice]")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "team.yaml").write_text(
+        'templates:\n  block: "== Tool failure ==\\n{operation}: {error}\\n{previous}\\n{hints}"\n'
+    )
+    renamed = load_rules(None, extra).templates.own_markers
+    assert renamed == ("== Tool failure ==", "[Error Recovery Context]", "[Recovery Notice]")
