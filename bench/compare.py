@@ -326,7 +326,7 @@ def mock_server(logdir: str) -> Server:
 
 def proxy_server(upstream: str, store: str, logdir: str, tree: str) -> Server:
     port = free_port()
-    args = [sys.executable, "-m", "recovery_proxy", "serve", "--port", str(port)]
+    args = [sys.executable, "-m", cli_module(tree), "serve", "--port", str(port)]
     args += ["--upstream", upstream, "--store", store, "--log-level", "warning"]
     env = {**os.environ, "PYTHONPATH": import_path(tree)}
     return Server("recovery-proxy", args, port, HEALTH["recovery-proxy"], logdir, env, cwd=tree)
@@ -710,9 +710,21 @@ def machine() -> dict[str, str]:
     }
 
 
+def old_layout(tree: str) -> bool:
+    """A tree from before the import name `recovery_proxy` (its CLI was proxy/cli.py)."""
+    return not os.path.isfile(os.path.join(tree, "proxy", "__main__.py"))
+
+
+def cli_module(tree: str) -> str:
+    return "proxy.cli" if old_layout(tree) else "recovery_proxy"
+
+
 def import_path(tree: str) -> str:
     """A PYTHONPATH under which `recovery_proxy` is `tree`'s proxy/ folder (and the rules its
-    rules/): links in a folder of their own, found before any installed copy."""
+    rules/): links in a folder of their own, found before any installed copy. An older tree
+    imports as `proxy` from the tree itself."""
+    if old_layout(tree):
+        return tree
     links = os.path.join(
         tempfile.gettempdir(), "bench-tree-" + hashlib.sha1(tree.encode()).hexdigest()[:12]
     )
@@ -726,7 +738,8 @@ def import_path(tree: str) -> str:
 
 def proxy_source(tree: str) -> str:
     """Where `python -m recovery_proxy` run from `tree` imports the proxy package from."""
-    code = "import os, recovery_proxy as p; print(os.path.realpath(os.path.dirname(p.__file__)))"
+    package = "proxy" if old_layout(tree) else "recovery_proxy"
+    code = f"import os, {package} as p; print(os.path.realpath(os.path.dirname(p.__file__)))"
     env = {**os.environ, "PYTHONPATH": import_path(tree)}
     try:
         out = subprocess.run(
@@ -866,8 +879,8 @@ def main() -> None:
     starts = 3
     prefix = args.output or os.path.join(ROOT, "bench", "results-quick" if quick else "results")
     tree = os.path.abspath(args.proxy_tree)
-    if not os.path.isfile(os.path.join(tree, "proxy", "__main__.py")):
-        raise SystemExit(f"--proxy-tree {tree}: no proxy/__main__.py there")
+    if not os.path.isfile(os.path.join(tree, "proxy", "__init__.py")):
+        raise SystemExit(f"--proxy-tree {tree}: no proxy/ package there")
     litellm_bin = find_litellm(args.litellm)
     use_wrk = shutil.which("wrk") is not None
     command = "python -m bench.compare " + " ".join(shlex.quote(a) for a in sys.argv[1:])
