@@ -59,6 +59,7 @@ class ToolResult:
         "_read_call",
         "_read_text",
         "_text",
+        "_wire_call",
         "call_id",
         "content",
         "is_error",
@@ -80,6 +81,7 @@ class ToolResult:
         self.content = content
         self.position = position
         self._call = call
+        self._wire_call = call  # as the wire gave it, never replaced: the identity digests it
         self._read_call = read_call
         self._read_text = read_text
         self.is_error = is_error
@@ -102,8 +104,8 @@ class ToolResult:
     def call_bytes(self) -> bytes:
         """The call this result answers, as bytes to digest (the raw wire call when it is one:
         no ToolCall is built for it)."""
-        raw = self._call
-        if raw is None:
+        raw = self._wire_call  # not `_call`, which reading `.call` replaces: the bytes (and the
+        if raw is None:  # key) must not depend on whether the call was read before
             return b""
         if isinstance(raw, ToolCall):
             arguments = raw.raw_arguments

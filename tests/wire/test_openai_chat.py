@@ -132,3 +132,30 @@ def test_splice_shares_untouched_messages_and_keeps_unknown_fields() -> None:
 
 def test_requests_without_messages_are_not_parsed() -> None:
     assert parse({"model": "m", "prompt": "legacy"}) is None
+
+
+def test_a_results_identity_does_not_change_once_its_call_has_been_read() -> None:
+    """An optimistic store re-runs the tracker on the same parsed request; the first run reads
+    each result's call. The second run must give every result the same key (it had given a
+    new one, so 35 of 40 concurrent failures on Redis were judged again as new)."""
+    from recovery_proxy.core.conversation import identify
+
+    call = {"name": "read_file", "arguments": '{"path": "src/config.ts"}'}
+    conv = parse(
+        {
+            "messages": [
+                {"role": "user", "content": "Fix the build."},
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "call_0", "type": "function", "function": call}],
+                },
+                {"role": "tool", "tool_call_id": "call_0", "content": "Error: ENOENT"},
+            ]
+        }
+    )
+    assert conv is not None
+    identify(conv.results)
+    before = [r.key for r in conv.results]
+    assert all(r.call is not None for r in conv.results)  # the tracker reads the call
+    identify(conv.results)
+    assert [r.key for r in conv.results] == before
