@@ -124,7 +124,7 @@ def observe(
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)
         text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
-        if text and not any(mark in result.text for mark in rules.templates.own_markers):
+        if text and not result.text.endswith(text):  # already carries exactly this block
             state.annotations[result.key] = text
             plan.fresh += 1
             if not control:

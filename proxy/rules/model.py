@@ -112,18 +112,6 @@ class Templates:
     summary_item: str
     blocked: str
     notice: str
-    # The first lines of the proxy's own blocks and notices ("[Error Recovery Context]"):
-    # text that already carries one is the proxy's, or quotes it, and is not annotated again.
-    own_markers: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, texts: dict[str, str]) -> Templates:
-        """The templates, with the proxy's own markers derived from them."""
-        heads = (texts[name].partition("\n")[0].partition("{")[0].strip() for name in OWN_HEADS)
-        return cls(**texts, own_markers=tuple(dict.fromkeys(h for h in heads if h)))
-
-
-OWN_HEADS = ("block", "systemic", "notice")  # templates whose first line marks the proxy's text
 
 
 @dataclass(frozen=True)

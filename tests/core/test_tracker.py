@@ -119,11 +119,18 @@ def test_explicit_flag_decides_both_ways(rules: Rules) -> None:
     assert "Error: Deployment paused by policy." in text
 
 
-def test_results_already_carrying_a_block_are_not_annotated_again(rules: Rules) -> None:
+def test_results_already_carrying_their_exact_block_are_not_annotated_again(rules: Rules) -> None:
+    first = Transcript(rules)
+    block = first.text_after_last(first.call("read_file", {"path": "a.ts"}, ENOENT))
     t = Transcript(rules)
-    plan = t.call("read_file", {"path": "a.ts"}, ENOENT + "\n\n[Error Recovery Context]\nOp: x")
+    plan = t.call("read_file", {"path": "a.ts"}, ENOENT + "\n\n" + block)
     assert plan.appends == {}
     assert len(t.state.records) == 1  # still tracked
+    quoted = Transcript(rules)
+    plan = quoted.call(
+        "read_file", {"path": "a.ts"}, ENOENT + "\n\n[Error Recovery Context]\nOp: x"
+    )
+    assert quoted.text_after_last(plan).startswith("[Error Recovery Context]\nOperation: read_file")
 
 
 def test_a_result_without_its_call_is_still_tracked(rules: Rules) -> None:

@@ -67,12 +67,22 @@ async def test_successful_turns_get_nothing(client) -> None:
     assert raw_before  # (byte identity is covered in test_forward)
 
 
-async def test_already_annotated_result_is_not_annotated_twice(client) -> None:
+async def test_a_result_ending_with_exactly_its_block_is_not_annotated_twice(client) -> None:
+    first = ScriptedAgent(client, session="echo-1")
+    await first.call("read_file", {"path": "a.ts"}, ENOENT)
+    annotated = first.last_tool_text  # what the model saw: the output and its block
+    echo = ScriptedAgent(client, session="echo-2")
+    await echo.call("read_file", {"path": "a.ts"}, annotated)
+    assert echo.last_tool_text == annotated
+
+
+async def test_tool_output_quoting_the_proxys_marker_still_gets_its_block(client) -> None:
+    """A build log or web page that contains `[Error Recovery Context]` cannot switch the
+    proxy off: only its own block, byte for byte at the end, counts as already there."""
     agent = ScriptedAgent(client)
-    await agent.call(
-        "read_file", {"path": "a.ts"}, ENOENT + "\n\n[Error Recovery Context]\nOperation: x"
-    )
-    assert agent.last_tool_text.count("[Error Recovery Context]") == 1
+    quoted = ENOENT + "\n(see docs: the proxy adds a [Error Recovery Context] block)"
+    await agent.call("read_file", {"path": "a.ts"}, quoted)
+    assert agent.last_tool_text.startswith(quoted + "\n\n[Error Recovery Context]\n")
 
 
 async def test_consecutive_failures_escalate_with_annotate(client) -> None:

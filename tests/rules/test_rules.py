@@ -190,21 +190,11 @@ def test_serve_with_broken_rules_prints_one_line(rules_dir: Path) -> None:
     assert "unknown field(s) ['operaton']" in lines[0]
 
 
-def test_templates_are_a_typed_value_with_the_proxys_own_markers_derived_from_them(
-    tmp_path: Path,
-) -> None:
+def test_templates_are_a_typed_value_with_one_field_per_known_template() -> None:
     from dataclasses import fields
 
     from recovery_proxy.rules.model import Templates
     from recovery_proxy.rules.schema import TEMPLATE_NAMES
 
-    assert {f.name for f in fields(Templates)} - {"own_markers"} == TEMPLATE_NAMES
-    bundled = load_rules()
-    assert bundled.templates.own_markers == ("[Error Recovery Context]", "[Recovery Notice]")
-    extra = tmp_path / "extra"
-    extra.mkdir()
-    (extra / "team.yaml").write_text(
-        'templates:\n  block: "== Tool failure ==\\n{operation}: {error}\\n{previous}\\n{hints}"\n'
-    )
-    renamed = load_rules(None, extra).templates.own_markers
-    assert renamed == ("== Tool failure ==", "[Error Recovery Context]", "[Recovery Notice]")
+    assert {f.name for f in fields(Templates)} == TEMPLATE_NAMES
+    assert load_rules().templates.block.startswith("[Error Recovery Context]\n")
