@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import orjson
+
 from recovery_proxy.core.state import FailureRecord
 from recovery_proxy.rules.model import Rules
+
+QUOTED_MAX = 200  # characters of one tool output a summary item quotes
 
 
 def operation(tool: str, target: str) -> str:
@@ -61,13 +65,23 @@ def notice(rules: Rules, notices: list[str]) -> str:
     return rules.templates.notice.format(notices="\n".join(notices))
 
 
+def quoted(text: str) -> str:
+    """Tool output as a JSON string literal: one line, quotes and control characters escaped,
+    at most `QUOTED_MAX` characters. The summary sits in the system prompt; what it quotes
+    must not pass for the proxy's or the user's words (DESIGN invariant 8)."""
+    if len(text) > QUOTED_MAX:
+        text = text[:QUOTED_MAX] + "..."
+    return orjson.dumps(text).decode()
+
+
 def summary(rules: Rules, records: list[FailureRecord]) -> str:
+    """The post-compaction summary: every tool-supplied part quoted as data."""
     t = rules.templates
     items = "\n".join(
         t.summary_item.format(
             category=r.category,
-            operation=operation(r.operation, r.target),
-            error=r.error,
+            operation=f"{r.operation}({quoted(r.target) if r.target else ''})",
+            error=quoted(r.error),
             turn=r.turn,
         )
         for r in records

@@ -23,7 +23,7 @@ KEY_LINES = [
     'Loop notice: read_file("src/config.ts") has been called 3 times in a row',
     "======== the agent compacts its history",
     "## Recent failures (from earlier in this session)",
-    '- [not_found] read_file("src/config.ts"): Error: ENOENT',
+    '- [not_found] read_file("src/config.ts") failed (turn 3): "Error: ENOENT',
     # ... and the scripted model acts on the summary (without it, it would edit config.ts)
     "model says: The recent-failures summary says src/config.ts does not exist; "
     "the port is in src/settings.ts.",

@@ -112,7 +112,7 @@ def test_failures_survive_a_restart(
     assert system.startswith(SYSTEM + "\n\n## Recent failures")
     # The newest read_file failure, numbered as the second turn: the process that saw call_2
     # had loaded call_1's turn from the store, and this one loaded both.
-    assert f'- [not_found] read_file("src/config.ts"): {ENOENT} (turn 2)' in system
+    assert f'- [not_found] read_file("src/config.ts") failed (turn 2): "{ENOENT}"' in system
 
 
 def agent_requests() -> list[Messages]:
@@ -206,4 +206,5 @@ def test_three_edit_failures_on_three_files_survive_a_sqlite_restart(
     assert proxy.chat(compacted(), "three-edits").status_code == 200
     system = system_text(model.state.received[-1])
     for path in files:
-        assert f'- [edit_mismatch] edit_file("{path}"): {mismatch}' in system
+        assert f'- [edit_mismatch] edit_file("{path}") failed (turn' in system
+        assert f': "{mismatch}"' in system
