@@ -156,8 +156,8 @@ class RecoveryProxy:
         rewrite = UNCHANGED
         payload: dict[str, Any] | None = None
         upstream = self.upstream
-        if plain is not None:
-            payload = parse_object(plain)
+        payload = parse_object(plain) if plain is not None else None
+        if plain is not None and payload is not None:
             if self.litellm is not None and self.litellm.takes(wire, payload):
                 self.litellm.check(payload)
                 upstream = self.litellm
@@ -266,17 +266,15 @@ def header_names(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1"): "" for k, _ in scope["headers"]}
 
 
-def parse_object(plain: bytes) -> dict[str, Any]:
-    """The JSON object a rewritten route needs; `Refusal` 400 for anything else."""
+def parse_object(plain: bytes) -> dict[str, Any] | None:
+    """The JSON object a rewritten route reads, or None: a body the proxy cannot parse (bad
+    JSON, a `NaN`, a lone surrogate, nesting over 1,024 levels) or that is not an object goes
+    upstream byte for byte, and the provider decides (fail-open)."""
     try:
         payload = orjson.loads(plain)
-    except orjson.JSONDecodeError as exc:
-        message = f"We could not parse the JSON body of your request: {exc}"
-        raise Refusal(400, message, "invalid_json") from None
-    if not isinstance(payload, dict):
-        message = f"The request body must be a JSON object, got {type(payload).__name__}."
-        raise Refusal(400, message, "invalid_body")
-    return payload
+    except orjson.JSONDecodeError:
+        return None
+    return payload if isinstance(payload, dict) else None
 
 
 def rewrite_headers(rewrite: Rewrite) -> list[tuple[bytes, bytes]]:

@@ -232,7 +232,8 @@ async def test_three_edit_failures_on_three_files_all_appear_in_the_summary(clie
     await agent.send()
     system = agent.system_text
     for path in EDITS:
-        assert f'- [edit_mismatch] edit_file("{path}"): {MISMATCH}' in system
+        assert f'- [edit_mismatch] edit_file("{path}") failed (turn' in system
+    assert system.count(f': "{MISMATCH}"') == len(EDITS)
 
 
 async def test_requests_without_json_messages_are_untouched_by_session_lookup(client) -> None:

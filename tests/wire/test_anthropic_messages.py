@@ -302,7 +302,7 @@ async def test_session_from_metadata_user_id_survives_the_changing_billing_line(
 
 async def test_proxy_errors_use_anthropics_shape(client) -> None:
     response = await client.post(
-        "/v1/messages", content=b'{"model": "claude-sonnet-4-5", "messages": ['
+        "/s/bad%20id/v1/messages", content=b'{"model": "claude-sonnet-4-5", "messages": []}'
     )
     assert response.status_code == 400
     assert response.json()["type"] == "error"
