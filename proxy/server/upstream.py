@@ -30,10 +30,13 @@ from recovery_proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")
 
-# RFC 9110 §7.6.1 hop-by-hop headers, plus the ones recomputed for the new hop.
+# RFC 9110 §7.6.1 hop-by-hop headers, plus the ones recomputed for the new hop, and `expect`:
+# uvicorn answers 100-continue on the client hop; forwarded, the upstream hop would wait for
+# a 100 that providers never send.
 HOP_BY_HOP = frozenset(
     {
         b"connection",
+        b"expect",
         b"keep-alive",
         b"proxy-authenticate",
         b"proxy-authorization",

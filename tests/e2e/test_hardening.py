@@ -202,3 +202,38 @@ def test_a_huge_request_does_not_stall_other_requests() -> None:
     last = mock.state.received[-1]["messages"][-1]["content"]
     assert "[Error Recovery Context]" in last and "worker 4999 crashed" in last
     assert health >= 1  # answered while the huge request was in flight
+
+
+def expect_continue(url: str, path: bytes, body: bytes) -> tuple[bytes, int]:
+    """A client that sends `Expect: 100-continue`, waits for the 100, then sends the body:
+    (the interim response line, the final status)."""
+    host, port = url.removeprefix("http://").split(":")
+    head = (
+        b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head)
+        interim = sock.recv(65536)
+        sock.sendall(body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return interim.split(b"\r\n", 1)[0], int(data.split(b" ", 2)[1])
+
+
+def test_expect_100_continue_is_answered_on_the_client_hop_and_never_forwarded() -> None:
+    """The upstream (like most providers' front ends) ignores Expect: the proxy must not wait
+    for its 100, on a rewritten route or a passthrough one (it had waited until read_timeout,
+    and the passthrough client never got its 100)."""
+    body = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'
+    with upstream_mock() as mock, BackgroundServer(create_app(make_settings())) as proxy:
+        chat = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+        other = mock.post(f"{UPSTREAM}/embeddings").mock(return_value=OK)
+        for path in (b"/v1/chat/completions", b"/v1/embeddings"):
+            interim, status = expect_continue(proxy.url, path, body)
+            assert interim == b"HTTP/1.1 100 Continue" and status == 200, path
+    for route in (chat, other):
+        assert route.calls.last.request.content == body
+        assert "expect" not in route.calls.last.request.headers
