@@ -1,12 +1,94 @@
-"""Settings: environment variables `RECOVERY_PROXY_*`, overridden by CLI flags."""
+"""Settings: environment variables `RECOVERY_PROXY_*`, overridden by CLI flags. The store spec
+is parsed here, once, into a `StoreSpec`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+StoreKind = Literal["memory", "sqlite", "redis"]
+STORE_SPECS = "memory, sqlite, sqlite:PATH, redis://HOST:PORT/DB or rediss://HOST:PORT/DB"
+
+
+def default_sqlite_path() -> Path:
+    """`sessions.db` in the user's state directory (e.g. ~/.local/state/recovery-proxy)."""
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("recovery-proxy")) / "sessions.db"
+
+
+class StoreSpec:
+    """Where sessions live: `memory`, a sqlite file (`path`) or a redis server (`url`). An
+    immutable value. (Not a dataclass: pydantic-settings would read RECOVERY_PROXY_STORE as
+    JSON.)"""
+
+    __slots__ = ("kind", "path", "url")
+    kind: StoreKind
+    path: Path | None
+    url: str | None
+
+    def __init__(
+        self,
+        kind: StoreKind,
+        path: Path | None = None,
+        url: str | None = None,
+    ) -> None:
+        for name, value in (("kind", kind), ("path", path), ("url", url)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"StoreSpec is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoreSpec):
+            return NotImplemented
+        return (self.kind, self.path, self.url) == (other.kind, other.path, other.url)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.path, self.url))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(cls.parse)
+
+    @classmethod
+    def parse(cls, spec: object) -> StoreSpec:
+        """`memory`, `sqlite` (the file in the user's state directory), `sqlite:PATH`,
+        `sqlite:///ABS/PATH`, `redis://HOST:PORT/DB`, `rediss://...`; ValueError otherwise."""
+        if isinstance(spec, StoreSpec):
+            return spec
+        if not isinstance(spec, str):
+            raise ValueError(f"unknown session store {spec!r}: use {STORE_SPECS}")
+        text = spec.strip()
+        if text == "memory":
+            return cls("memory")
+        if text.startswith(("redis://", "rediss://")):
+            return cls("redis", url=text)
+        if text == "sqlite" or text.startswith("sqlite:"):
+            rest = text.removeprefix("sqlite").removeprefix(":").removeprefix("//")
+            return cls("sqlite", path=Path(rest).expanduser() if rest else default_sqlite_path())
+        raise ValueError(f"unknown session store {text!r}: use {STORE_SPECS}")
+
+    def describe(self) -> str:
+        """Safe to print: `memory`, the sqlite file's path, the redis URL without password."""
+        if self.path is not None:
+            return str(self.path)
+        if self.url is None:
+            return self.kind
+        parts = urlsplit(self.url)
+        if parts.password is None:
+            return self.url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+    def __repr__(self) -> str:
+        return f"StoreSpec({self.describe()!r})"
 
 
 class Settings(BaseSettings):
@@ -31,7 +113,9 @@ class Settings(BaseSettings):
         None, description="rules directory on top of --rules (same id replaces)"
     )
     models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
-    store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
+    store: StoreSpec = Field(
+        "memory", validate_default=True, description="memory | sqlite:PATH | redis://HOST:PORT/DB"
+    )
     redis_prefix: str = Field("recovery-proxy:", description="key prefix in a redis store")
 
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="largest request body")

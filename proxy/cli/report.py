@@ -7,7 +7,7 @@ import sys
 import orjson
 
 from recovery_proxy.cli.sessions import describe, on_store, refuse_memory
-from recovery_proxy.config import Settings
+from recovery_proxy.config import Settings, StoreSpec
 
 
 def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
@@ -17,9 +17,11 @@ def run_report(spec: str, control_fraction: float | None, limit: int, as_json: b
 
     if refuse_memory(spec, "run the proxy with a sqlite or redis store to report on it"):
         return 2
-    from recovery_proxy.store import sqlite_path
-
-    path = sqlite_path(spec)
+    try:
+        path = StoreSpec.parse(spec).path
+    except ValueError as exc:
+        print(f"recovery-proxy: {exc}", file=sys.stderr)
+        return 2
     if path is not None and not path.exists():  # opening it would create an empty one
         print(f"recovery-proxy: no session store at {path}", file=sys.stderr)
         return 1

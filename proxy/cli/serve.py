@@ -65,11 +65,11 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     from recovery_proxy.rules.load import load_rules
     from recovery_proxy.rules.model import RulesError
     from recovery_proxy.server.app import create_app
-    from recovery_proxy.store import StoreUnavailable, check_spec, open_store
+    from recovery_proxy.store import StoreUnavailable, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)
     try:
-        if check_spec(settings.store) == "sqlite":  # a bad path
+        if settings.store.kind == "sqlite":  # a bad path
             asyncio.run(_open_and_close(open_store(settings)))
         load_rules(settings.rules, settings.extra_rules)
         return create_app(settings, rewriter_factory)  # a bad --models file

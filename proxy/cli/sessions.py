@@ -10,11 +10,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-from recovery_proxy.config import Settings
+from recovery_proxy.config import Settings, StoreSpec
 
 if TYPE_CHECKING:
     from recovery_proxy.core.state import SessionState
@@ -32,16 +31,7 @@ def store_spec(flag: str | None) -> str:
 
 def describe(spec: str) -> str:
     """The store spec as it is safe to print: a sqlite file's path, a URL without password."""
-    from recovery_proxy.store import sqlite_path
-
-    path = sqlite_path(spec)
-    if path is not None:
-        return str(path)
-    parts = urlsplit(spec)
-    if parts.password is None:
-        return spec
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{netloc}"))
+    return StoreSpec.parse(spec).describe()
 
 
 MEMORY_PURGE = "restart it to forget every session"
