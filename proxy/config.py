@@ -1,19 +1,125 @@
-"""Settings: environment variables `RECOVERY_PROXY_*`, overridden by CLI flags."""
+"""Settings, layered once by pydantic-settings' own sources: flags (init kwargs) >
+`RECOVERY_PROXY_*` environment variables > the config file > a command's fallbacks > defaults.
+The store spec is parsed here, once, into a `StoreSpec`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+
+StoreKind = Literal["memory", "sqlite", "redis"]
+STORE_SPECS = "memory, sqlite, sqlite:PATH, redis://HOST:PORT/DB or rediss://HOST:PORT/DB"
+CONFIG_READERS: dict[str, type[InitSettingsSource]] = {
+    ".yaml": YamlConfigSettingsSource,
+    ".yml": YamlConfigSettingsSource,
+    ".toml": TomlConfigSettingsSource,
+}
+
+
+def default_sqlite_path() -> Path:
+    """`sessions.db` in the user's state directory (e.g. ~/.local/state/recovery-proxy)."""
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("recovery-proxy")) / "sessions.db"
+
+
+class StoreSpec:
+    """Where sessions live: `memory`, a sqlite file (`path`) or a redis server (`url`). An
+    immutable value. (Not a dataclass: pydantic-settings would read RECOVERY_PROXY_STORE as
+    JSON.)"""
+
+    __slots__ = ("kind", "path", "url")
+    kind: StoreKind
+    path: Path | None
+    url: str | None
+
+    def __init__(
+        self,
+        kind: StoreKind,
+        path: Path | None = None,
+        url: str | None = None,
+    ) -> None:
+        for name, value in (("kind", kind), ("path", path), ("url", url)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"StoreSpec is immutable: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoreSpec):
+            return NotImplemented
+        return (self.kind, self.path, self.url) == (other.kind, other.path, other.url)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.path, self.url))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(cls.parse)
+
+    @classmethod
+    def parse(cls, spec: object) -> StoreSpec:
+        """`memory`, `sqlite` (the file in the user's state directory), `sqlite:PATH`,
+        `sqlite:///ABS/PATH`, `redis://HOST:PORT/DB`, `rediss://...`; ValueError otherwise."""
+        if isinstance(spec, StoreSpec):
+            return spec
+        if not isinstance(spec, str):
+            raise ValueError(f"unknown session store {spec!r}: use {STORE_SPECS}")
+        text = spec.strip()
+        if text == "memory":
+            return cls("memory")
+        if text.startswith(("redis://", "rediss://")):
+            return cls("redis", url=text)
+        if text == "sqlite" or text.startswith("sqlite:"):
+            rest = text.removeprefix("sqlite").removeprefix(":").removeprefix("//")
+            return cls("sqlite", path=Path(rest).expanduser() if rest else default_sqlite_path())
+        raise ValueError(f"unknown session store {text!r}: use {STORE_SPECS}")
+
+    def describe(self) -> str:
+        """Safe to print: `memory`, the sqlite file's path, the redis URL without password."""
+        if self.path is not None:
+            return str(self.path)
+        if self.url is None:
+            return self.kind
+        parts = urlsplit(self.url)
+        if parts.password is None:
+            return self.url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+    def __repr__(self) -> str:
+        return f"StoreSpec({self.describe()!r})"
+
+
+class SettingsFileError(Exception):
+    """The config file is missing, unreadable, or sets an unknown key or a bad value."""
 
 
 class Settings(BaseSettings):
     """Everything an operator can set. Validated once, at start-up."""
 
-    model_config = SettingsConfigDict(env_prefix="RECOVERY_PROXY_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="RECOVERY_PROXY_", extra="ignore", env_ignore_empty=True, title="Settings"
+    )
+    fallbacks: ClassVar[Mapping[str, Any]] = {}  # a command's own defaults: `load_settings`
 
+    config: Path | None = Field(
+        None, description="YAML or TOML file of settings; flags and environment variables win"
+    )
     host: str = Field("127.0.0.1", description="listen address")
     port: int = Field(8787, ge=0, le=65535, description="listen port")
     upstream: str = Field(
@@ -31,7 +137,9 @@ class Settings(BaseSettings):
         None, description="rules directory on top of --rules (same id replaces)"
     )
     models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
-    store: str = Field("memory", description="memory | sqlite:PATH | redis://HOST:PORT/DB")
+    store: StoreSpec = Field(
+        "memory", validate_default=True, description="memory | sqlite:PATH | redis://HOST:PORT/DB"
+    )
     redis_prefix: str = Field("recovery-proxy:", description="key prefix in a redis store")
 
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="largest request body")
@@ -70,3 +178,73 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"upstream must be an http(s) URL, got {value!r}")
         return value.rstrip("/")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """First to last: flags, environment, the config file, the command's fallbacks
+        (pydantic-settings adds the defaults at the end)."""
+        fallbacks = InitSettingsSource(settings_cls, dict(cls.fallbacks))
+        return init_settings, env_settings, ConfigFileSource(settings_cls), fallbacks
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """The file `config` names (by flag or `RECOVERY_PROXY_CONFIG`), read by pydantic-settings'
+    YAML or TOML source; every key must be a setting and every value valid for it."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the whole file
+
+    def __call__(self) -> dict[str, Any]:
+        path = self.current_state.get("config")
+        return {} if path is None else read_config_file(self.settings_cls, Path(path))
+
+
+def read_config_file(settings_cls: type[BaseSettings], path: Path) -> dict[str, Any]:
+    """The settings in `path`, each checked alone; `SettingsFileError` names the file and the
+    key for the first problem."""
+    import tomllib
+
+    import yaml
+
+    reader = CONFIG_READERS.get(path.suffix.lower())
+    if reader is None:
+        raise SettingsFileError(f"config file {path}: use a .yaml, .yml or .toml file")
+    if not path.is_file():
+        raise SettingsFileError(f"config file {path}: no such file")
+    try:
+        values = reader(settings_cls, path)()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        reason = " ".join(str(exc).split())
+        raise SettingsFileError(f"config file {path}: cannot read it: {reason}") from None
+    except (ValueError, TypeError, AttributeError):  # a YAML list or scalar
+        raise SettingsFileError(f"config file {path}: not a mapping of settings") from None
+    blank = settings_cls.model_construct()
+    for key, value in values.items():
+        if key not in settings_cls.model_fields or key == "config":
+            raise SettingsFileError(f"config file {path}: unknown setting {key!r}")
+        try:
+            settings_cls.__pydantic_validator__.validate_assignment(blank, key, value)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            raise SettingsFileError(f"config file {path}: {key}: {reason}") from None
+    return values
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None, fallbacks: Mapping[str, Any] | None = None
+) -> Settings:
+    """Settings from, first to last: `flags` (a None value is no flag), `RECOVERY_PROXY_*`,
+    the config file, `fallbacks` (a command's own defaults), the defaults. Raises pydantic's
+    ValidationError or `SettingsFileError`."""
+    given = {name: value for name, value in (flags or {}).items() if value is not None}
+    if not fallbacks:
+        return Settings(**given)
+    layered = type("Settings", (Settings,), {"fallbacks": dict(fallbacks)})
+    return layered(**given)

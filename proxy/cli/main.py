@@ -10,18 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from recovery_proxy.cli.serve import StartupError
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 EXTRA_RULES_HELP = (
     "a rules directory on top of the bundled (or --rules) ones: a rule or category with the "
-    "same id replaces the bundled one (default: RECOVERY_PROXY_EXTRA_RULES)"
+    "same id replaces the bundled one (default: RECOVERY_PROXY_EXTRA_RULES or the config file)"
 )
-
-
-def _env_path() -> Path | None:
-    value = os.environ.get("RECOVERY_PROXY_EXTRA_RULES")
-    return Path(value) if value else None
+CONFIG_HELP = "YAML or TOML file of settings (default: RECOVERY_PROXY_CONFIG)"
+STORE_HELP = "store spec, as for serve (default: as serve)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default 8787)")
     add_proxy_flags(
         serve,
-        store_default="RECOVERY_PROXY_STORE, else sqlite in the user's state directory",
+        store_default="RECOVERY_PROXY_STORE or the config file, else sqlite in the user's state "
+        "directory",
         log_level="info",
     )
 
@@ -55,7 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=RUN_EPILOG + "\n\n" + env_help(RUN_DEFAULTS),
     )
-    add_proxy_flags(run, store_default="RECOVERY_PROXY_STORE, else memory", log_level="warning")
+    add_proxy_flags(
+        run,
+        store_default="RECOVERY_PROXY_STORE or the config file, else memory",
+        log_level="warning",
+    )
     run.add_argument(
         "--session",
         metavar="NAME",
@@ -74,24 +78,26 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("file", help="request body (JSON, any supported wire format), or -")
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     explain.add_argument("--rules", type=Path, help="rules directory (default: bundled)")
-    explain.add_argument("--extra-rules", type=Path, default=_env_path(), help=EXTRA_RULES_HELP)
+    explain.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
 
     rules = commands.add_parser("rules", help="work with rule files")
     rules_commands = rules.add_subparsers(dest="rules_command", required=True)
     check = rules_commands.add_parser("check", help="validate rules and run their examples")
     check.add_argument("dir", nargs="?", type=Path, help="rules directory (default: bundled)")
-    check.add_argument("--extra-rules", type=Path, default=_env_path(), help=EXTRA_RULES_HELP)
+    check.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
 
     sessions = commands.add_parser("sessions", help="work with stored session state")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
     listing = sessions_commands.add_parser("list", help="one row per stored session")
-    listing.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    listing.add_argument("--store", help=STORE_HELP)
+    listing.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument(
         "--limit", type=int, default=50, help="most recent sessions to show (default 50)"
     )
     purge = sessions_commands.add_parser("purge", help="delete one stored session or all")
-    purge.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    purge.add_argument("--store", help=STORE_HELP)
+    purge.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     which = purge.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--key", "--session", dest="key", metavar="KEY", help="the session key to delete"
@@ -101,11 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="A/B report: treatment vs control sessions (RECOVERY_PROXY_CONTROL_FRACTION)"
     )
-    report.add_argument("--store", help="store spec, as for serve (default: as serve)")
+    report.add_argument("--store", help=STORE_HELP)
+    report.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     report.add_argument(
         "--control-fraction",
         type=float,
-        help="the fraction the proxy ran with (default: RECOVERY_PROXY_CONTROL_FRACTION)",
+        help="the fraction the proxy ran with (default: RECOVERY_PROXY_CONTROL_FRACTION or the "
+        "config file)",
     )
     report.add_argument(
         "--limit", type=int, default=100_000, help="read at most this many recent sessions"
@@ -124,9 +132,13 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `recovery-proxy` command. Output piped into `head` and cut short ends quietly."""
+    """The `recovery-proxy` command. Output piped into `head` and cut short ends quietly;
+    settings that do not validate are one message, not a traceback."""
     try:
         return _command(build_parser().parse_args(argv))
+    except StartupError as exc:
+        print(f"recovery-proxy: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away: point stdout at /dev/null so the interpreter's final flush
         # does not complain again (the Python docs' recipe for SIGPIPE).
@@ -146,32 +158,38 @@ def _command(args: argparse.Namespace) -> int:
         return run_demo()
     if args.command == "rules":
         from recovery_proxy.cli.rules_check import check_rules
+        from recovery_proxy.cli.serve import serve_settings
 
-        return check_rules(args.dir, args.extra_rules)
+        return check_rules(args.dir, serve_settings(args).extra_rules)
     if args.command == "run":
         from recovery_proxy.cli.run import run
 
         return run(args)
     if args.command == "sessions":
-        from recovery_proxy.cli.sessions import list_sessions, purge_sessions, store_spec
+        from recovery_proxy.cli.serve import serve_settings
+        from recovery_proxy.cli.sessions import list_sessions, purge_sessions
 
         if args.sessions_command == "list":
-            return list_sessions(store_spec(args.store), args.limit, args.json)
-        return purge_sessions(store_spec(args.store), None if args.all else args.key)
+            return list_sessions(serve_settings(args), args.limit, args.json)
+        return purge_sessions(serve_settings(args), None if args.all else args.key)
     if args.command == "report":
         from recovery_proxy.cli.report import run_report
-        from recovery_proxy.cli.sessions import store_spec
+        from recovery_proxy.cli.serve import serve_settings
 
-        return run_report(store_spec(args.store), args.control_fraction, args.limit, args.json)
+        return run_report(serve_settings(args), args.limit, args.json)
     if args.command == "explain":
         from recovery_proxy.cli.explain import run_explain
+        from recovery_proxy.cli.serve import serve_settings
 
-        return run_explain(args.file, args.json, args.rules, args.extra_rules)
+        extra_rules = serve_settings(args).extra_rules  # --rules stays: default bundled
+        return run_explain(args.file, args.json, args.rules, extra_rules)
     return 2
 
 
 def add_proxy_flags(parser: argparse.ArgumentParser, store_default: str, log_level: str) -> None:
-    """The flags `serve` and `run` share: upstreams, rules, models, store, log level."""
+    """The flags `serve` and `run` share: config file, upstreams, rules, models, store, log
+    level."""
+    parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     parser.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
     parser.add_argument(
         "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
@@ -191,7 +209,7 @@ def add_proxy_flags(parser: argparse.ArgumentParser, store_default: str, log_lev
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],
-        help=f"(default: RECOVERY_PROXY_LOG_LEVEL, else {log_level})",
+        help=f"(default: RECOVERY_PROXY_LOG_LEVEL or the config file, else {log_level})",
     )
 
 
@@ -207,23 +225,36 @@ RUN_DEFAULTS = {
 }
 RUN_EPILOG = """\
 The upstreams are, first to last: the flags, RECOVERY_PROXY_UPSTREAM /
-RECOVERY_PROXY_ANTHROPIC_UPSTREAM / RECOVERY_PROXY_GEMINI_UPSTREAM, this shell's own
-OPENAI_BASE_URL (else OPENAI_API_BASE) / ANTHROPIC_BASE_URL / GOOGLE_GEMINI_BASE_URL, the
-defaults. The store is memory unless --store or RECOVERY_PROXY_STORE
-says otherwise: the proxy lives exactly as long as the command.
+RECOVERY_PROXY_ANTHROPIC_UPSTREAM / RECOVERY_PROXY_GEMINI_UPSTREAM, the config file, this
+shell's own OPENAI_BASE_URL (else OPENAI_API_BASE) / ANTHROPIC_BASE_URL /
+GOOGLE_GEMINI_BASE_URL, the defaults. The store is memory unless --store, RECOVERY_PROXY_STORE
+or the config file says otherwise: the proxy lives exactly as long as the command.
 
 example:
   recovery-proxy run -- codex exec "fix the failing test"
   recovery-proxy run --session fix-1234 --store sqlite -- claude"""
 
 
+CONFIG_FILE_HELP = """\
+settings, first to last: flags, environment variables, the config file, defaults.
+
+config file (--config FILE or RECOVERY_PROXY_CONFIG): YAML (.yaml, .yml) or TOML (.toml), one
+key per setting, named as the variables below without RECOVERY_PROXY_ and in lower case; paths
+are relative to the working directory. An unknown key or a bad value stops the command with one
+line naming the file and the key. For example (YAML; in TOML: port = 8788):
+  port: 8788
+  store: redis://127.0.0.1:6379/0
+  extra_rules: /etc/recovery-proxy/rules.d"""
+
+
 def env_help(defaults: dict[str, str] | None = None) -> str:
-    """The `RECOVERY_PROXY_*` environment variables, generated from `Settings`: name, default
-    (`defaults` overrides what a command uses instead), description."""
+    """How settings are layered, the config file, and the `RECOVERY_PROXY_*` environment
+    variables generated from `Settings`: name, default (`defaults` overrides what a command
+    uses instead), description."""
     from recovery_proxy.config import Settings
 
     shown = defaults or {}
-    lines = ["environment variables (flags override them):"]
+    lines = [CONFIG_FILE_HELP, "", "environment variables (flags override them):"]
     for name, field in Settings.model_fields.items():
         default = shown.get(name, _shown_default(field.get_default(call_default_factory=True)))
         lines.append(f"  RECOVERY_PROXY_{name.upper()}={default}")

@@ -3,38 +3,35 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import orjson
 
-from recovery_proxy.cli.sessions import describe, on_store, refuse_memory
-from recovery_proxy.config import Settings
+from recovery_proxy.cli.sessions import on_store, refuse_memory
+
+if TYPE_CHECKING:
+    from recovery_proxy.config import Settings
 
 
-def run_report(spec: str, control_fraction: float | None, limit: int, as_json: bool) -> int:
-    """Print the report for the store `spec`; return the exit code. The control fraction
-    defaults to the one the proxy reads (RECOVERY_PROXY_CONTROL_FRACTION)."""
+def run_report(settings: Settings, limit: int, as_json: bool) -> int:
+    """Print the report for the settings' store with their control fraction (`--control-
+    fraction`, else RECOVERY_PROXY_CONTROL_FRACTION, as the proxy reads it); return the exit
+    code."""
     from recovery_proxy.experiment.report import build_report, format_report
 
-    if refuse_memory(spec, "run the proxy with a sqlite or redis store to report on it"):
+    if refuse_memory(settings, "run the proxy with a sqlite or redis store to report on it"):
         return 2
-    from recovery_proxy.store import sqlite_path
-
-    path = sqlite_path(spec)
+    path = settings.store.path
     if path is not None and not path.exists():  # opening it would create an empty one
         print(f"recovery-proxy: no session store at {path}", file=sys.stderr)
         return 1
-    if control_fraction is None:
-        control_fraction = Settings().control_fraction  # as the proxy reads it
-    if not 0.0 <= control_fraction <= 1.0:
-        print("recovery-proxy: --control-fraction must be between 0 and 1", file=sys.stderr)
-        return 2
-    code, sessions = on_store(spec, "read", lambda store: store.list_sessions(limit))
+    code, sessions = on_store(settings, "read", lambda store: store.list_sessions(limit))
     if sessions is None:
         return code
-    report = build_report(sessions, control_fraction)
+    report = build_report(sessions, settings.control_fraction)
     if as_json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(format_report(report))
-        print(f"\n({len(sessions)} sessions read from {describe(spec)})")
+        print(f"\n({len(sessions)} sessions read from {settings.store.describe()})")
     return 0

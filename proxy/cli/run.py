@@ -48,7 +48,7 @@ from typing import Any
 import uvicorn
 
 from recovery_proxy.cli.run_summary import Summary, Tally, counting_factory, summarise
-from recovery_proxy.cli.serve import StartupError, serve_settings, settings_and_app
+from recovery_proxy.cli.serve import StartupError, serve_settings, start_app
 from recovery_proxy.config import Settings
 from recovery_proxy.server.background import SERVER_OPTIONS
 from recovery_proxy.session import path as session_path
@@ -64,8 +64,8 @@ STOP_TIMEOUT = 15.0
 
 
 def run_settings(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
-    """Flags over `RECOVERY_PROXY_*` over the caller's own base URLs over the defaults; the
-    store falls back to memory."""
+    """Flags over `RECOVERY_PROXY_*` over the config file over the caller's own base URLs over
+    the defaults; the store falls back to memory."""
     fallbacks: dict[str, Any] = {"store": "memory", "log_level": "warning"}
     openai = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")
     if openai:
@@ -238,9 +238,8 @@ def run(args: argparse.Namespace) -> int:
     environ = dict(os.environ)
     tally = Tally()
     try:
-        settings, app = settings_and_app(
-            lambda: run_settings(args, environ), counting_factory(tally)
-        )
+        settings = run_settings(args, environ)
+        app = start_app(settings, counting_factory(tally))
     except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2

@@ -1,56 +1,43 @@
-"""Starting the server: `Settings` from flags over environment over fallbacks, the start-up
-checks that turn a bad rules directory, store path or `--models` file into one line for the
-user (`StartupError`) instead of a traceback, and uvicorn with the garbage collector tuned.
-`serve` is the `recovery-proxy serve` command; `recovery_proxy.cli.run` starts its own proxy with
-`serve_settings` and `settings_and_app`.
+"""Starting the server: `Settings` from flags over environment over the config file over a
+command's fallbacks, the start-up checks that turn a bad config file, rules directory, store
+path or `--models` file into one line for the user (`StartupError`) instead of a traceback,
+and uvicorn with the garbage collector tuned. `serve` is the `recovery-proxy serve` command;
+`recovery_proxy.cli.run` starts its own proxy with `serve_settings` and `start_app`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from recovery_proxy.config import Settings
 
+SERVE_FALLBACKS = {"store": "sqlite"}  # the file in the user's state directory
 
-def serve_settings(args: argparse.Namespace, fallbacks: dict[str, Any] | None = None) -> Settings:
-    """Settings for `serve` and `run`: flags over environment over `fallbacks` over defaults.
-    The store falls back to the sqlite file in the user's state directory (the library
-    default, used by tests and embedders, stays `memory`); `run` passes its own fallbacks."""
-    from recovery_proxy.cli.sessions import DEFAULT_SERVE_STORE
-    from recovery_proxy.config import Settings
 
-    fallbacks = {"store": DEFAULT_SERVE_STORE, **(fallbacks or {})}
-    in_env = {name.upper() for name, value in os.environ.items() if value}
-    values = {
-        key: value
-        for key, value in fallbacks.items()
-        if f"RECOVERY_PROXY_{key.upper()}" not in in_env
-    }
-    values.update(
-        {
-            key: value
-            for key in (
-                "host",
-                "port",
-                "upstream",
-                "anthropic_upstream",
-                "gemini_upstream",
-                "rules",
-                "extra_rules",
-                "models",
-                "store",
-                "log_level",
-            )
-            if (value := getattr(args, key, None)) is not None
-        }
-    )
-    return Settings(**values)
+def serve_settings(
+    args: argparse.Namespace, fallbacks: Mapping[str, Any] | None = None
+) -> Settings:
+    """Settings for a command: its flags (each parsed into the attribute of a setting's name)
+    over `RECOVERY_PROXY_*` over the config file over `fallbacks` over the defaults. The
+    fallbacks start from serve's: the store is the sqlite file in the user's state directory
+    (the library default, used by tests and embedders, stays `memory`). Settings that do not
+    validate are a `StartupError`."""
+    from pydantic import ValidationError
+
+    from recovery_proxy.config import Settings, SettingsFileError, load_settings
+
+    flags = {name: getattr(args, name, None) for name in Settings.model_fields}
+    try:
+        return load_settings(flags, {**SERVE_FALLBACKS, **(fallbacks or {})})
+    except ValidationError as exc:
+        raise StartupError(f"invalid settings:\n{exc}") from None
+    except SettingsFileError as exc:
+        raise StartupError(str(exc)) from None
 
 
 class StartupError(Exception):
@@ -65,11 +52,11 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
     from recovery_proxy.rules.load import load_rules
     from recovery_proxy.rules.model import RulesError
     from recovery_proxy.server.app import create_app
-    from recovery_proxy.store import StoreUnavailable, check_spec, open_store
+    from recovery_proxy.store import StoreUnavailable, open_store
 
     configure(settings.log_level, settings.log_format, settings.log_bodies)
     try:
-        if check_spec(settings.store) == "sqlite":  # a bad path
+        if settings.store.kind == "sqlite":  # a bad path
             asyncio.run(_open_and_close(open_store(settings)))
         rules = load_rules(settings.rules, settings.extra_rules)  # loaded once, handed on
         return create_app(settings, rewriter_factory, rules)  # a bad --models file
@@ -81,20 +68,6 @@ def start_app(settings: Settings, rewriter_factory: Any = None) -> Any:
         raise StartupError(str(exc)) from None
 
 
-def settings_and_app(
-    make_settings: Callable[[], Settings], rewriter_factory: Any = None
-) -> tuple[Settings, Any]:
-    """The settings `make_settings` builds and the app `start_app` starts; settings that do
-    not validate are a `StartupError` too."""
-    from pydantic import ValidationError
-
-    try:
-        settings = make_settings()
-    except ValidationError as exc:
-        raise StartupError(f"invalid settings:\n{exc}") from None
-    return settings, start_app(settings, rewriter_factory)
-
-
 def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the proxy app; SIGINT/SIGTERM shut it down cleanly."""
     import uvicorn
@@ -102,7 +75,8 @@ def serve(args: argparse.Namespace) -> int:
     from recovery_proxy.server.background import SERVER_OPTIONS
 
     try:
-        settings, app = settings_and_app(lambda: serve_settings(args))
+        settings = serve_settings(args)
+        app = start_app(settings)
     except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2

@@ -5,59 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
-
-from pydantic import ValidationError
-
-from recovery_proxy.config import Settings
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from recovery_proxy.config import Settings
     from recovery_proxy.core.state import SessionState
     from recovery_proxy.store import Store
 
 T = TypeVar("T")
-
-DEFAULT_SERVE_STORE = "sqlite"  # `serve` without --store or RECOVERY_PROXY_STORE
-
-
-def store_spec(flag: str | None) -> str:
-    """The store a command uses: --store, else RECOVERY_PROXY_STORE, else the default file."""
-    return flag or os.environ.get("RECOVERY_PROXY_STORE") or DEFAULT_SERVE_STORE
-
-
-def describe(spec: str) -> str:
-    """The store spec as it is safe to print: a sqlite file's path, a URL without password."""
-    from recovery_proxy.store import sqlite_path
-
-    path = sqlite_path(spec)
-    if path is not None:
-        return str(path)
-    parts = urlsplit(spec)
-    if parts.password is None:
-        return spec
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{netloc}"))
-
 
 MEMORY_PURGE = "restart it to forget every session"
 MEMORY_LIST = "ask it over HTTP (x-recovery-proxy-session headers), or serve with --store sqlite"
 
 
 def on_store(
-    spec: str, verb: str, job: Callable[[Store], Awaitable[T]], **overrides: Any
+    settings: Settings, verb: str, job: Callable[[Store], Awaitable[T]]
 ) -> tuple[int, T | None]:
-    """Open the store `spec` names, run `job` on it, close it: (0, its result), or (an exit
-    code, None) after saying plainly what went wrong (bad settings, an unreachable store)."""
-    try:
-        settings = Settings(store=spec, **overrides)
-    except ValidationError as exc:
-        print(f"recovery-proxy: invalid settings:\n{exc}", file=sys.stderr)
-        return 2, None
+    """Open the store the settings name, run `job` on it, close it: (0, its result), or (an
+    exit code, None) after saying plainly what went wrong (a bad URL, an unreachable store)."""
 
     async def run() -> T:
         from recovery_proxy.store import open_store
@@ -70,17 +38,18 @@ def on_store(
 
     try:
         return 0, asyncio.run(run())
-    except ValueError as exc:
+    except ValueError as exc:  # a URL redis-py cannot parse
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2, None
     except Exception as exc:  # the store is unreachable or unreadable: say so, plainly
-        print(f"recovery-proxy: could not {verb} {describe(spec)}: {exc}", file=sys.stderr)
+        where = settings.store.describe()
+        print(f"recovery-proxy: could not {verb} {where}: {exc}", file=sys.stderr)
         return 1, None
 
 
-def refuse_memory(spec: str, advice: str) -> bool:
+def refuse_memory(settings: Settings, advice: str) -> bool:
     """True (after saying why) for the memory store: only the proxy holding it can see it."""
-    if spec.strip() != "memory":
+    if settings.store.kind != "memory":
         return False
     print(
         f"recovery-proxy: the memory store lives inside the running proxy; {advice}",
@@ -89,17 +58,17 @@ def refuse_memory(spec: str, advice: str) -> bool:
     return True
 
 
-def purge_sessions(spec: str, key: str | None) -> int:
-    """Delete session `key` (every session when None) from the store `spec`; print how many
-    went and return the exit code."""
-    if refuse_memory(spec, MEMORY_PURGE):
+def purge_sessions(settings: Settings, key: str | None) -> int:
+    """Delete session `key` (every session when None) from the settings' store; print how
+    many went and return the exit code."""
+    if refuse_memory(settings, MEMORY_PURGE):
         return 2
-    code, removed = on_store(spec, "purge", lambda store: store.purge(key))
+    code, removed = on_store(settings, "purge", lambda store: store.purge(key))
     if removed is None:
         return code
     noun = "session" if removed == 1 else "sessions"
     where = f"session {key!r}" if key is not None else "all sessions"
-    print(f"removed {removed} {noun} ({where}) from {describe(spec)}")
+    print(f"removed {removed} {noun} ({where}) from {settings.store.describe()}")
     return 0
 
 
@@ -108,25 +77,25 @@ def purge_sessions(spec: str, key: str | None) -> int:
 COLUMNS = ("key", "tenant", "arm", "last seen", "results", "failures", "compactions")
 
 
-def list_sessions(spec: str, limit: int, as_json: bool) -> int:
+def list_sessions(settings: Settings, limit: int, as_json: bool) -> int:
     """Print one row per stored session (most recent first, at most `limit`): the key as the
     `x-recovery-proxy-session` header shows it and `sessions purge --key` takes it, the tenant
     hash, the A/B arm, when it was last seen and its counters. Continuity-index states (the
     bookkeeping that links fingerprinted conversations) are not sessions and are skipped."""
-    if refuse_memory(spec, MEMORY_LIST):
+    if refuse_memory(settings, MEMORY_LIST):
         return 2
     if limit < 1:
         print("recovery-proxy: --limit must be at least 1", file=sys.stderr)
         return 2
     # Index states take slots in the store's answer: ask for more than are shown.
-    code, found = on_store(spec, "list", lambda store: store.list_sessions(limit * 2 + 16))
+    code, found = on_store(settings, "list", lambda store: store.list_sessions(limit * 2 + 16))
     if found is None:
         return code
-    rows = _rows(found, limit, Settings().control_fraction)
+    rows = _rows(found, limit, settings.control_fraction)
     if as_json:
         print(json.dumps(rows, indent=2))
     elif not rows:
-        print(f"no sessions in {describe(spec)}")
+        print(f"no sessions in {settings.store.describe()}")
     else:
         print(_table(rows))
     return 0

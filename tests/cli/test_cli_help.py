@@ -1,15 +1,18 @@
 """`--help` lists the `RECOVERY_PROXY_*` environment variables, generated from `Settings`:
-every field, with its default and description, in the real command's output."""
+every field, with its default and description, in the real command's output; and how settings
+are layered, with the config file and a working example of one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from recovery_proxy.config import Settings
+from recovery_proxy.config import Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,3 +49,26 @@ def test_each_command_shows_its_own_store_default() -> None:
     assert "RECOVERY_PROXY_STORE=memory (for run)" in run
     assert "-- CMD [ARGS...]" in run
     assert "OPENAI_BASE_URL" in run and "ANTHROPIC_BASE_URL" in run
+
+
+def test_serve_help_documents_the_layers_and_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = help_text("serve")
+    assert "[--config FILE]" in text
+    assert (
+        "settings, first to last: flags, environment variables, the config file, defaults." in text
+    )
+    assert (
+        "config file (--config FILE or RECOVERY_PROXY_CONFIG): YAML (.yaml, .yml) or TOML" in text
+    )
+    assert "An unknown key or a bad value stops the command with one\nline naming the file" in text
+    # The example the help shows is a config file that loads.
+    example = text.split("For example (YAML; in TOML: port = 8788):\n", 1)[1].split("\n\n", 1)[0]
+    path = tmp_path / "proxy.yaml"
+    path.write_text(textwrap.dedent(example), encoding="utf-8")
+    for name in [name for name in os.environ if name.startswith("RECOVERY_PROXY_")]:
+        monkeypatch.delenv(name)
+    settings = load_settings({"config": path})
+    assert (settings.port, settings.store.kind) == (8788, "redis")
+    assert settings.extra_rules == Path("/etc/recovery-proxy/rules.d")

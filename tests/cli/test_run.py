@@ -267,7 +267,7 @@ def test_settings_precedence_flags_then_proxy_env_then_callers_base_url(
     settings = run_settings(args, caller)
     assert settings.upstream == "http://10.0.0.7:4000/v1"  # used as is: /v1 included
     assert settings.anthropic_upstream == "http://a:1"
-    assert settings.store == "memory"  # a run is one session
+    assert settings.store.kind == "memory"  # a run is one session
     legacy = run_settings(args, {"OPENAI_API_BASE": "http://10.0.0.8/v1"})
     assert legacy.upstream == "http://10.0.0.8/v1"
     assert run_settings(args, {}).upstream == "https://api.openai.com/v1"
@@ -275,10 +275,10 @@ def test_settings_precedence_flags_then_proxy_env_then_callers_base_url(
     monkeypatch.setenv("RECOVERY_PROXY_STORE", "sqlite")
     settings = run_settings(args, caller)
     assert settings.upstream == "http://gateway:8000/v1"
-    assert settings.store == "sqlite"
+    assert settings.store.kind == "sqlite"
     flagged = build_parser().parse_args(["run", "--upstream", "http://f/v1", "--store", "memory"])
     settings = run_settings(flagged, caller)
-    assert (settings.upstream, settings.store) == ("http://f/v1", "memory")
+    assert (settings.upstream, settings.store.kind) == ("http://f/v1", "memory")
 
 
 # ---- signals -----------------------------------------------------------------------------

@@ -224,7 +224,8 @@ def test_report_command_prints_json_and_text(tmp_path) -> None:
     asyncio.run(run_scripts(settings))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECOVERY_PROXY_")}
     env["RECOVERY_PROXY_CONTROL_FRACTION"] = str(FRACTION)
-    command = [sys.executable, "-m", "recovery_proxy", "report", "--store", settings.store]
+    store = f"sqlite:{settings.store.path}"
+    command = [sys.executable, "-m", "recovery_proxy", "report", "--store", store]
     done = subprocess.run(
         [*command, "--json"], capture_output=True, env=env, cwd=ROOT, timeout=60, check=True
     )

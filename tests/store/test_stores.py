@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 
 from recovery_proxy.cli.main import build_parser, main
 from recovery_proxy.cli.serve import serve_settings
-from recovery_proxy.config import Settings
+from recovery_proxy.config import Settings, StoreSpec, default_sqlite_path
 from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.store import MemoryStore, SqliteStore, Store, StoreUnavailable, open_store
 from recovery_proxy.store.redis import RedisStore
@@ -361,12 +361,14 @@ async def test_open_store_parses_specs(
 
 def test_serve_defaults_to_the_sqlite_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RECOVERY_PROXY_STORE", raising=False)
-    assert Settings().store == "memory"  # the library default is unchanged
-    assert serve_settings(build_parser().parse_args(["serve"])).store == "sqlite"
+    assert Settings().store == StoreSpec("memory")  # the library default is unchanged
+    served = serve_settings(build_parser().parse_args(["serve"])).store
+    assert served == StoreSpec("sqlite", path=default_sqlite_path())
     args = build_parser().parse_args(["serve", "--store", "memory"])
-    assert serve_settings(args).store == "memory"
+    assert serve_settings(args).store == StoreSpec("memory")
     monkeypatch.setenv("RECOVERY_PROXY_STORE", "redis://127.0.0.1:6390/2")
-    assert serve_settings(build_parser().parse_args(["serve"])).store == "redis://127.0.0.1:6390/2"
+    served = serve_settings(build_parser().parse_args(["serve"])).store
+    assert served == StoreSpec("redis", url="redis://127.0.0.1:6390/2")
 
 
 def test_sessions_purge_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
