@@ -91,6 +91,13 @@ class RecoveryProxy:
             stack.push_async_callback(upstream.close)
             parts = await open_parts(settings, metrics, stack, self.loaded_rules)
             self.state.store, self.state.rules = parts.store, parts.rules
+            if (problem := await self.state.store_reachable()) is not None:
+                log.warning(
+                    "session store %s unreachable at start (%s): stateless recovery until it "
+                    "answers; /readyz reports it",
+                    settings.store.describe(),
+                    problem,
+                )
             self.rewriter = self.rewriter_factory(settings, metrics, parts)
             self.upstream = upstream
             self.state.ready = True

@@ -42,11 +42,22 @@ def control_app(
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
+    async def readyz(request: Request) -> Response:
+        """Readiness: started, and the session store answers (else stateless recovery)."""
+        if not state.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        problem = await state.store_reachable()
+        if problem is not None:
+            body = {"status": "degraded", "store": "unreachable", "detail": problem}
+            return JSONResponse(body, status_code=503)
+        return JSONResponse({"status": "ready", "store": "ok"})
+
     async def metrics(request: Request) -> Response:
         return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     if not state.settings.admin_token:  # /admin is a local 404 like any unknown path

@@ -6,6 +6,7 @@ and hands this one value to whoever needs them; nobody reaches into the rewriter
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from recovery_proxy.config import Settings
@@ -23,3 +24,18 @@ class ProxyState:
     ready: bool = False
     store: Store | None = None
     rules: RulesHolder | None = None
+
+    async def store_reachable(self) -> str | None:
+        """None when the store answers a read within `PROBE_TIMEOUT`; else why not."""
+        if self.store is None:
+            return "not open yet"
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                await self.store.get(PROBE_KEY)
+        except Exception as exc:  # any failure to answer is "unreachable", with its name
+            return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return None
+
+
+PROBE_KEY = "readiness-probe"  # never a session key (those are `tenant:digest`)
+PROBE_TIMEOUT = 2.0
