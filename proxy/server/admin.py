@@ -18,6 +18,8 @@ import asyncio
 import hmac
 import logging
 import re
+import secrets
+import time
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -44,17 +46,21 @@ log = logging.getLogger("recovery_proxy")
 
 COOKIE = "recovery_proxy_admin"
 COOKIE_MAX_AGE = 12 * 3600
+MAX_LOGINS = 256  # live inspector logins kept; the oldest goes first
 KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # session.keys.scoped: tenant:digest
 MAX_LIST = 1000
 STORE_DOWN = "the session store is unavailable"
 
 
 class Auth:
-    """The admin token and the cookie derived from it; both compared in constant time."""
+    """The admin token, and the inspector's logins: each token exchange issues a cookie of its
+    own, random, kept here with its expiry (12 h) and revocable (`POST /admin/logout`). A
+    copied cookie dies with its login, not only when the token is rotated. Logins live in
+    this process: behind several replicas, a browser logs in on each."""
 
     def __init__(self, token: str) -> None:
         self.token = token.encode()
-        self.cookie = hmac.new(self.token, b"recovery-proxy inspector", "sha256").hexdigest()
+        self.logins: dict[str, float] = {}  # cookie -> expiry (monotonic), oldest first
 
     def bearer(self, request: Request) -> bool:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
@@ -64,14 +70,31 @@ class Auth:
     def query_token(self, value: str) -> bool:
         return hmac.compare_digest(value.encode(), self.token)
 
+    def login(self) -> str:
+        """A new login's cookie value."""
+        now = time.monotonic()
+        for cookie in [c for c, expiry in self.logins.items() if expiry <= now]:
+            del self.logins[cookie]
+        while len(self.logins) >= MAX_LOGINS:
+            del self.logins[next(iter(self.logins))]
+        cookie = secrets.token_urlsafe(32)
+        self.logins[cookie] = now + COOKIE_MAX_AGE
+        return cookie
+
+    def logout(self, request: Request) -> bool:
+        return self.logins.pop(request.cookies.get(COOKIE, ""), None) is not None
+
+    def cookie(self, request: Request) -> bool:
+        """The request carries a live login's cookie (dict lookup by the random value)."""
+        expiry = self.logins.get(request.cookies.get(COOKIE, ""))
+        return expiry is not None and expiry > time.monotonic()
+
     def allowed(self, request: Request) -> bool:
-        """Bearer for anything; the inspector's cookie for reading (GET) only."""
+        """Bearer for anything; a login's cookie for reading (GET) and logging out only."""
         if self.bearer(request):
             return True
-        cookie = request.cookies.get(COOKIE, "")
-        return request.method == "GET" and hmac.compare_digest(
-            cookie.encode(), self.cookie.encode()
-        )
+        reading = request.method == "GET" or request.url.path == "/admin/logout"
+        return reading and self.cookie(request)
 
 
 def router(proxy: ProxyState, token: str) -> APIRouter:
@@ -101,7 +124,7 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
         given = request.query_params.get("token")
         if given is not None and request.method == "GET":
             if auth.query_token(given):
-                return _exchange(request, auth.cookie)
+                return _exchange(request, auth.login())
             if wants_html:
                 return token_page(request, wrong=True)
         if auth.allowed(request):
@@ -169,6 +192,16 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
             log.error("admin: report failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, False)
         return _json(build_report(found, proxy.settings.control_fraction))
+
+    @routes.post("/logout")
+    async def logout(request: Request) -> Response:
+        """End this browser's login: its cookie stops working at once."""
+        if not auth.allowed(request):
+            return _json({"error": {"message": "not logged in", "type": "unauthorized"}}, 401)
+        ended = auth.logout(request)
+        response = _json({"status": "logged out" if ended else "no login"})
+        response.delete_cookie(COOKIE, path="/admin")
+        return response
 
     @routes.post("/rules/reload")
     async def reload_rules(request: Request) -> Response:

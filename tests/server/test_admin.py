@@ -5,6 +5,7 @@ exchange and escaping."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -367,6 +368,38 @@ async def test_inspector_token_exchange_sets_a_strict_httponly_cookie_and_drops_
         page = await client.get(response.headers["location"], headers={"Accept": "text/html"})
         assert page.status_code == 200
         assert "src/config.ts" in page.text
+
+
+async def test_each_login_has_its_own_cookie_which_logout_and_expiry_revoke(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A copied cookie reads nothing once its login ended: logged out, or 12 h old."""
+    from recovery_proxy.server import admin
+
+    async def login(client: httpx.AsyncClient) -> str:
+        cookie = (await client.get(f"/admin/?token={TOKEN}")).cookies[admin.COOKIE]
+        client.cookies.clear()  # each request below says which login it comes from
+        return cookie
+
+    def jar(cookie: str) -> dict[str, str]:
+        return {"Cookie": f"{admin.COOKIE}={cookie}"}
+
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        first, second = await login(client), await login(client)
+        assert first != second  # per login, not derived from the token
+        for cookie in (first, second):
+            listed = await client.get("/admin/sessions", headers=jar(cookie))
+            assert listed.status_code == 200
+        out = await client.post("/admin/logout", headers=jar(first))
+        assert out.status_code == 200 and out.json() == {"status": "logged out"}
+        gone = await client.get("/admin/sessions", headers=jar(first))
+        assert gone.status_code == 401
+        kept = await client.get("/admin/sessions", headers=jar(second))
+        assert kept.status_code == 200
+        later = time.monotonic() + admin.COOKIE_MAX_AGE + 1
+        monkeypatch.setattr(admin.time, "monotonic", lambda: later)
+        expired = await client.get("/admin/sessions", headers=jar(second))
+        assert expired.status_code == 401
 
 
 async def test_inspector_without_a_token_shows_only_the_token_page() -> None:
