@@ -5,17 +5,22 @@ message. A compaction replaces the first user message, so the compacted request 
 empty session and never get its summary. A small index per tenant and agent (the system
 prompt's first paragraph) maps each thread fingerprint to the conversation it belongs to. A new
 thread joins an earlier conversation only on evidence: it carries tool results of exactly one
-of them (results with short, reusable ids only next to a summary marker), or it carries a
+of them (results with short, reusable ids only next to a summary marker), or it opens with a
 summary marker and exactly one conversation of that agent was active recently. With no
 evidence, or several candidates (concurrent sessions of one agent under one key), it starts a
 conversation of its own: nothing is added rather than something wrong.
+
+"Opens with": the agent's own compaction puts its summary at the start of a message (or of a
+paragraph it appends to its system prompt). A marker quoted inside a message (a web page the
+user pasted, a tool's output) is no evidence: it would link a stranger's new conversation to
+the one recent conversation of the same agent and key, and hand it that one's failures.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from recovery_proxy.core.compaction import has_marker
+from recovery_proxy.core.compaction import MARKER_ASSISTANT_TEXTS
 from recovery_proxy.core.conversation import STRONG_ID, Conversation, identify
 from recovery_proxy.core.state import MAX_LINKS, Link, SessionState
 from recovery_proxy.rules.model import Rules
@@ -72,7 +77,7 @@ class Continuity:
         candidates.discard(own)
         if not candidates:
             return own
-        marker = has_marker(conv, rules)
+        marker = opens_with_marker(conv, rules)
         # A short id (`call_0`) may be in two unrelated conversations of a local model: it
         # counts as evidence only next to a marker; a long (random) id counts by itself.
         identify(conv.results)
@@ -88,6 +93,24 @@ class Continuity:
         if len(candidates) == 1 and marker:
             return candidates.pop()
         return own
+
+
+def opens_with_marker(conv: Conversation, rules: Rules) -> bool:
+    """A summary marker where an agent's compaction puts it: at the start of a user or
+    assistant message, or of a paragraph of the system prompt."""
+    assistant = [text for _, _, text in conv.assistant_texts[:MARKER_ASSISTANT_TEXTS]]
+    for text in [*conv.texts, *assistant]:
+        if not rules.marked(text):  # the one-pass set first; positions only on a hit
+            continue
+        for matcher in rules.markers:
+            found = matcher.search(text)
+            if found is None:
+                continue
+            before = text[: found.start()]
+            paragraph = text == conv.system and (before.endswith("\n\n") or not before.strip())
+            if not before.strip() or paragraph:
+                return True
+    return False
 
 
 def _register(state: SessionState, conv: Conversation, chosen: str, now: float) -> str:
