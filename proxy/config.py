@@ -148,6 +148,9 @@ class Settings(BaseSettings):
     stream_chunk_timeout: float = Field(300.0, gt=0, description="max gap between stream chunks")
     max_connections: int = Field(200, gt=0, description="upstream connection pool size")
     keepalive_timeout: float = Field(30.0, gt=0, description="idle upstream connections close")
+    head_timeout: float = Field(
+        10.0, gt=0, description="a client's request head must arrive within this (s)"
+    )
 
     sqlite_busy_timeout: float = Field(1.0, gt=0, description="wait for a locked SQLite file")
     require_credential: bool = Field(

@@ -73,6 +73,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from recovery_proxy.server.background import SERVER_OPTIONS
+    from recovery_proxy.server.protocol import with_head_timeout
 
     try:
         settings = serve_settings(args)
@@ -87,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=settings.log_level,
         log_config=None,  # uvicorn's own lines go through the handler `configure` set up
-        **SERVER_OPTIONS,
+        **{**SERVER_OPTIONS, "http": with_head_timeout(settings.head_timeout)},
     )
     return 0
 

@@ -10,11 +10,14 @@ from typing import Any
 
 import uvicorn
 
+from recovery_proxy.server.protocol import HeadTimeoutProtocol, with_head_timeout
+
 # How uvicorn serves the proxy: no `server`/`date` headers of its own (the upstream's are
 # relayed; adding uvicorn's made every answer carry two of each), no X-Forwarded-* rewriting
 # of the client address (nothing uses it), no access log (a line per request cost more than
-# the rewrite).
+# the rewrite), and a deadline on request heads (`server.protocol`).
 SERVER_OPTIONS: dict[str, Any] = {
+    "http": HeadTimeoutProtocol,  # request heads have a deadline (slowloris)
     "server_header": False,
     "date_header": False,
     "proxy_headers": False,
@@ -32,11 +35,16 @@ def free_port(host: str = "127.0.0.1") -> int:
 class BackgroundServer:
     """`with BackgroundServer(app) as server: server.url` serves `app` until the block ends."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, head_timeout: float | None = None
+    ) -> None:
         self.host = host
         self.port = port or free_port(host)
+        options = dict(SERVER_OPTIONS)
+        if head_timeout is not None:
+            options["http"] = with_head_timeout(head_timeout)
         config = uvicorn.Config(
-            app, host=host, port=self.port, log_level="warning", lifespan="on", **SERVER_OPTIONS
+            app, host=host, port=self.port, log_level="warning", lifespan="on", **options
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -237,3 +237,37 @@ def test_expect_100_continue_is_answered_on_the_client_hop_and_never_forwarded()
     for route in (chat, other):
         assert route.calls.last.request.content == body
         assert "expect" not in route.calls.last.request.headers
+
+
+def test_connections_that_never_finish_a_request_head_are_closed() -> None:
+    """Slowloris: sockets that send nothing, or part of a request head, are closed once the
+    head deadline passes (none had been closed after 45 s); whole requests still pass."""
+    partial = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl"
+    with (
+        upstream_mock() as mock,
+        BackgroundServer(create_app(make_settings()), head_timeout=0.5) as proxy,
+    ):
+        mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+        host, port = proxy.url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port)), timeout=5) for _ in range(100)]
+        for sock in idle[:50]:
+            sock.sendall(partial)
+        body = b'{"model":"gpt-4o","messages":[]}'
+        head = (
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 32\r\n"
+        )
+        assert raw_request(proxy.url, head, body)[0] == 200
+        closed = 0
+        for sock in idle:
+            with sock:
+                sock.settimeout(3)
+                try:
+                    if sock.recv(1024) != b"":  # b"": the server closed it
+                        break
+                except TimeoutError:
+                    break
+                closed += 1
+        for sock in idle:
+            sock.close()
+        assert closed == 100
