@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import re2
 
 from recovery_proxy import tokens
 from recovery_proxy.config import Settings
@@ -98,10 +99,12 @@ class RecoveryPipeline:
             return Rewrite(reject=reason, session=key, arm=arm, **counts)
         if not plan.appends and not plan.summary:
             return Rewrite(session=key, arm=arm, **counts)
-        payload = wire.splice(request.payload, plan, rules.placement)
+        body = serialise(wire.splice(request.payload, plan, rules.placement))
+        if b"e+" in body and LONG_INTEGER.search(request.body):  # see `exact_numbers`
+            body = exact_numbers(request, plan, rules)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
-        return Rewrite(serialise(payload), fresh, reapplied, session=key, arm=arm, **counts)
+        return Rewrite(body, fresh, reapplied, session=key, arm=arm, **counts)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
@@ -167,6 +170,19 @@ class RecoveryPipeline:
             self.metrics.injections.labels("block").inc(len(plan.appends))
         if plan.summary:
             self.metrics.injections.labels("summary").inc()
+
+
+# An integer orjson cannot hold (over 64 bits) is read as a float and would be written back as
+# `1.2345678901234568e+28`. Such bodies (rare: an "e+" in the output, then this search of the
+# input; RE2, linear time) are parsed and written again by the standard library, exactly.
+LONG_INTEGER = re2.compile(rb"[0-9]{20}")
+
+
+def exact_numbers(request: ChatRequest, plan: Plan, rules: Rules) -> bytes:
+    """The rewritten body with every number of the request written as it was sent."""
+    payload = json.loads(request.body)
+    spliced = request.wire.splice(payload, plan, rules.placement)
+    return json.dumps(spliced, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def serialise(payload: dict[str, Any]) -> bytes:

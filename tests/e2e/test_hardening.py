@@ -271,3 +271,25 @@ def test_connections_that_never_finish_a_request_head_are_closed() -> None:
         for sock in idle:
             sock.close()
         assert closed == 100
+
+
+async def test_integers_beyond_64_bits_survive_a_rewrite_exactly() -> None:
+    """Untouched fields keep their numbers: an integer over 64 bits was forwarded as
+    1.2345678901234568e+28 once the request was rewritten."""
+    raw = (
+        b'{"model":"gpt-4o-mini","seed":12345678901234567890123456789,'
+        b'"metadata":{"trace":[98765432109876543210987654321,-1,1.5e300]},"messages":['
+        b'{"role":"user","content":"Open the config."},'
+        b'{"role":"assistant","content":null,"tool_calls":[{"id":"call_Bq7Xw2","type":"function",'
+        b'"function":{"name":"read_file","arguments":"{\\"path\\": \\"src/config.ts\\"}"}}]},'
+        b'{"role":"tool","tool_call_id":"call_Bq7Xw2","content":"Error: ENOENT: no such file"}]}'
+    )
+    async with proxy_client() as client:
+        with upstream_mock() as mock:
+            route = mock.post(f"{UPSTREAM}/chat/completions").mock(return_value=OK)
+            response = await client.post("/v1/chat/completions", content=raw)
+    assert response.headers["x-recovery-proxy-injected"] == "1"
+    sent = route.calls.last.request.content
+    assert b'"seed":12345678901234567890123456789,' in sent
+    assert b'"trace":[98765432109876543210987654321,-1,1.5e+300]' in sent
+    assert json.loads(sent)["messages"][-1]["content"].startswith("Error: ENOENT: no such file\n\n")
