@@ -62,6 +62,18 @@ def smol_message(size: int) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
 
 
+def smol_observation(size: int) -> list[dict[str, Any]]:
+    """A benign smolagents observation of about `size` bytes."""
+    return [{"role": "user", "content": "Observation:\n" + "stdout line ok\n" * (size // 15)}]
+
+
+def smol_crafted(size: int) -> list[dict[str, Any]]:
+    """The same size of `\nError:\n` segments and no observation at all: each segment once
+    searched the rest of the text for one (issue 24: 18x the benign case)."""
+    segment = "\nError:\nboom " + "y" * 20
+    return [{"role": "user", "content": segment * (size // len(segment))}]
+
+
 async def measure(build: Callable[[], list[dict[str, Any]]], runs: int) -> tuple[float, int]:
     settings = Settings(upstream="http://127.0.0.1:9/v1", hot_reload=False)
     base = [{"role": "system", "content": "You are a coding agent."}]
@@ -86,6 +98,8 @@ async def main() -> None:
         ("5,000 failing results", lambda: failures(5_000)),
         ("10 KB smolagents message", lambda: smol_message(10_000)),
         ("10 MB smolagents message", lambda: smol_message(10_000_000)),
+        ("10 MB smolagents observation", lambda: smol_observation(10_000_000)),
+        ("10 MB crafted: segments, no obs.", lambda: smol_crafted(10_000_000)),
     ]
     print(f"{'case':32} {'body':>10} {'ms':>9}   ratio (time / size ratio)")
     for (small_name, small), (big_name, big) in zip(cases[::2], cases[1::2], strict=True):

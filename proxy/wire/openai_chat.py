@@ -62,19 +62,13 @@ def _smol_error_segments(text: str, index: int) -> list[ToolResult]:
     saw last turn stays a prefix of what it sees now."""
     results: list[ToolResult] = []
     start = 0 if text.startswith(SMOL_ERROR[1:]) else text.find(SMOL_ERROR)
+    observation = -2  # the next observation at or after the segment; -1: none (found once)
     while start != -1 and len(results) < MAX_SEGMENTS:
         body_start = text.index("Error:\n", start) + len("Error:\n")
-        end = min(
-            (
-                i
-                for i in (
-                    text.find(SMOL_ERROR, body_start),
-                    text.find(SMOL_OBSERVATION, body_start),
-                )
-                if i != -1
-            ),
-            default=len(text),
-        )
+        if observation != -1 and observation < body_start:  # each text scanned once, not
+            observation = text.find(SMOL_OBSERVATION, body_start)  # once per segment
+        following = (i for i in (text.find(SMOL_ERROR, body_start), observation) if i != -1)
+        end = min(following, default=len(text))
         body = text[body_start:end].rstrip("\n")
         call = _smol_error_call(body, f"smol-{index}-{start}")
         results.append(ToolResult(call.id, body, (index, body_start + len(body)), call))
