@@ -143,8 +143,8 @@ def observe(
         plan.reject = state.loop.reject
     plan.summary = state.summary
     remember_thread(state, conv, visible, marker)
-    if new or signals:  # an unchanged state is not written again (the stores compare bytes)
-        state.updated = now
+    if new or signals or not state.updated:  # a first sight is dated too (it was 1970);
+        state.updated = now  # an unchanged state is not written again (stores compare bytes)
     state.trim()
     return plan
 

@@ -170,3 +170,12 @@ def test_a_huge_first_sight_judges_a_bounded_number_and_then_only_the_new(
             "run_worker", {}, f"Traceback (most recent call last):\nRuntimeError: new {n}"
         )
         assert len(judged) == 1 and t.last.position in plan.appends
+
+
+def test_a_session_is_dated_from_its_first_request_even_without_tool_results(
+    rules: Rules,
+) -> None:
+    """An agent's first turn (no tool result yet) made a session listed as 1970-01-01."""
+    t = Transcript(rules)
+    t.send()
+    assert t.state.updated == t.now
