@@ -125,7 +125,8 @@ class Summary:
             f"  tool results seen {unknown if self.results is None else self.results}, "
             f"failures {failed}" + (f" ({by_category})" if by_category else ""),
             f"  blocks injected {self.injected}, re-applied {self.reapplied}",
-            f"  loop notices {unknown if self.loop_notices is None else self.loop_notices}, "
+            f"  repeat and loop notices "
+            f"{unknown if self.loop_notices is None else self.loop_notices}, "
             f"escalations {self.escalations}, compactions {self.compactions}",
         ]
         return "\n".join(lines)

@@ -207,7 +207,7 @@ def format_report(report: dict[str, Any]) -> str:
         ("failures", "failures"),
         ("repeat failures", "repeat_failures"),
         ("repeat-failure rate", "repeat_failure_rate"),
-        ("loop notices (fired/would)", "loop_notices"),
+        ("repeat and loop notices (fired/would)", "loop_notices"),
         ("escalations", "escalations"),
         ("mean failure streak", "mean_streak"),
         ("tokens injected", "tokens_injected"),
