@@ -69,6 +69,14 @@ def purge_sessions(settings: Settings, key: str | None) -> int:
     noun = "session" if removed == 1 else "sessions"
     where = f"session {key!r}" if key is not None else "all sessions"
     print(f"removed {removed} {noun} ({where}) from {settings.store.describe()}")
+    if key is not None and not removed:  # a name, a typo or an expired session: say so
+        print(
+            f"recovery-proxy: no session has the key {key!r} in {settings.store.describe()}; "
+            "keys look like 'feb65bd0f0491a86:bb55daa7...' (the x-recovery-proxy-session "
+            "header, or `recovery-proxy sessions list`)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

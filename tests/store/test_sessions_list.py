@@ -133,6 +133,10 @@ def test_sessions_list_shows_what_the_proxy_stored_and_purge_takes_its_keys(
         [keys["header"], keys["fingerprint"]]
     )
 
+    # A name, or a key that is gone, matches nothing: exit 1 and a hint, not a silent 0.
+    assert main(["sessions", "purge", "--store", spec, "--session", "fix-1234"]) == 1
+    assert "no session has the key 'fix-1234'" in capsys.readouterr().err
+
     assert main(["sessions", "purge", "--store", spec, "--all"]) == 0
     capsys.readouterr()
     assert listed(spec, capsys) == []
