@@ -25,7 +25,13 @@ from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite
 from recovery_proxy.rules.model import Rules
 from recovery_proxy.rules.watch import RulesHolder
 from recovery_proxy.session.continuity import Continuity
-from recovery_proxy.session.keys import FINGERPRINT, scoped, session_id, tenant_of
+from recovery_proxy.session.keys import (
+    FINGERPRINT,
+    display_name,
+    scoped,
+    session_id,
+    tenant_of,
+)
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks
 
@@ -68,13 +74,14 @@ class RecoveryPipeline:
         if not conv.model and wire.path_model is not None:
             conv.model = wire.path_model(request.path)
         now = time.time()
-        key = await self._session(request, conv, rules, now)
+        key, name = await self._session(request, conv, rules, now)
         budget_numbers = self._budget_numbers(request, conv.model, rules)
         verdicts: dict[str, Verdict] = {}
         fraction = self.settings.control_fraction
         control = fraction > 0 and arm_of(key, fraction) == "control"
 
         def apply(state: SessionState) -> Plan:
+            state.name = state.name or name
             budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
             try:
                 return observe(state, conv, rules, budget, now, verdicts, control)
@@ -108,20 +115,22 @@ class RecoveryPipeline:
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
-    ) -> str:
-        """The session key: a named session (path, header, body), else the conversation a
-        fingerprint belongs to (linked across compaction; its own key if the store fails)."""
+    ) -> tuple[str, str]:
+        """The session key and name: a named session (path, header, body), else the
+        conversation a fingerprint belongs to (linked across compaction; its own key if the
+        store fails)."""
         tenant = tenant_of(request.headers, self.settings.session_salt)
         hint = request.wire.session_hint(request.headers, request.payload)
         raw = session_id(
             request.headers, request.payload, rules.sessions, conv.thread, hint, request.session
         )
+        name = display_name(raw, conv.first_user)
         if raw.startswith(FINGERPRINT):
             try:
-                return await self.continuity.key(tenant, conv, rules, now)
+                return await self.continuity.key(tenant, conv, rules, now), name
             except Exception as exc:  # an outage here is met again (and counted) by _update
                 log.debug("continuity unavailable: %s", exc)
-        return scoped(tenant, raw)
+        return scoped(tenant, raw), name
 
     async def _update(self, key: str, apply: Any, heavy: bool = False) -> Plan:
         """Run the tracker against the store; if the store is down, against an empty state

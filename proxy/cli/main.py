@@ -95,12 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--limit", type=int, default=50, help="most recent sessions to show (default 50)"
     )
+    listing.add_argument("--name", help="only sessions whose name contains this (any case)")
     purge = sessions_commands.add_parser("purge", help="delete one stored session or all")
     purge.add_argument("--store", help=STORE_HELP)
     purge.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     which = purge.add_mutually_exclusive_group(required=True)
+    which.add_argument("--key", help="the session key to delete (tenant:digest)")
     which.add_argument(
-        "--key", "--session", dest="key", metavar="KEY", help="the session key to delete"
+        "--session", metavar="NAME", help="delete the sessions of this name (the id agents sent)"
     )
     which.add_argument("--all", action="store_true", help="delete every session")
 
@@ -170,8 +172,8 @@ def _command(args: argparse.Namespace) -> int:
         from recovery_proxy.cli.sessions import list_sessions, purge_sessions
 
         if args.sessions_command == "list":
-            return list_sessions(serve_settings(args), args.limit, args.json)
-        return purge_sessions(serve_settings(args), None if args.all else args.key)
+            return list_sessions(serve_settings(args), args.limit, args.json, args.name)
+        return purge_sessions(serve_settings(args), args.key, args.session)
     if args.command == "report":
         from recovery_proxy.cli.report import run_report
         from recovery_proxy.cli.serve import serve_settings

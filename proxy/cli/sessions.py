@@ -58,22 +58,28 @@ def refuse_memory(settings: Settings, advice: str) -> bool:
     return True
 
 
-def purge_sessions(settings: Settings, key: str | None) -> int:
-    """Delete session `key` (every session when None) from the settings' store; print how
-    many went and return the exit code."""
+def purge_sessions(settings: Settings, key: str | None, name: str | None = None) -> int:
+    """Delete session `key`, the sessions named `name`, or (neither) every session from the
+    settings' store; print how many went and return the exit code (1: nothing matched)."""
     if refuse_memory(settings, MEMORY_PURGE):
         return 2
-    code, removed = on_store(settings, "purge", lambda store: store.purge(key))
+
+    async def purge(store: Store) -> int:
+        if name is None:
+            return await store.purge(key)
+        found = await store.list_sessions(MAX_SCAN)
+        return sum([await store.purge(k) for k, state in found if state.name == name])
+
+    code, removed = on_store(settings, "purge", purge)
     if removed is None:
         return code
     noun = "session" if removed == 1 else "sessions"
-    where = f"session {key!r}" if key is not None else "all sessions"
+    where = f"key {key!r}" if key else f"name {name!r}" if name else "all sessions"
     print(f"removed {removed} {noun} ({where}) from {settings.store.describe()}")
-    if key is not None and not removed:  # a name, a typo or an expired session: say so
+    if (key or name) and not removed:  # a typo, or an expired session: say so
         print(
-            f"recovery-proxy: no session has the key {key!r} in {settings.store.describe()}; "
-            "keys look like 'feb65bd0f0491a86:bb55daa7...' (the x-recovery-proxy-session "
-            "header, or `recovery-proxy sessions list`)",
+            f"recovery-proxy: no session has the {where} in {settings.store.describe()}; "
+            "`recovery-proxy sessions list` shows each session's name and key",
             file=sys.stderr,
         )
         return 1
@@ -82,10 +88,11 @@ def purge_sessions(settings: Settings, key: str | None) -> int:
 
 # ---- sessions list -----------------------------------------------------------------------
 
-COLUMNS = ("key", "tenant", "arm", "last seen", "results", "failures", "compactions")
+COLUMNS = ("name", "key", "tenant", "arm", "last seen", "results", "failures", "compactions")
+MAX_SCAN = 100_000  # sessions read to find those of one name
 
 
-def list_sessions(settings: Settings, limit: int, as_json: bool) -> int:
+def list_sessions(settings: Settings, limit: int, as_json: bool, name: str | None = None) -> int:
     """Print one row per stored session (most recent first, at most `limit`): the key as the
     `x-recovery-proxy-session` header shows it and `sessions purge --key` takes it, the tenant
     hash, the A/B arm, when it was last seen and its counters. Continuity-index states (the
@@ -96,9 +103,12 @@ def list_sessions(settings: Settings, limit: int, as_json: bool) -> int:
         print("recovery-proxy: --limit must be at least 1", file=sys.stderr)
         return 2
     # Index states take slots in the store's answer: ask for more than are shown.
-    code, found = on_store(settings, "list", lambda store: store.list_sessions(limit * 2 + 16))
+    wanted = MAX_SCAN if name else limit * 2 + 16
+    code, found = on_store(settings, "list", lambda store: store.list_sessions(wanted))
     if found is None:
         return code
+    if name:
+        found = [(k, state) for k, state in found if name.lower() in state.name.lower()]
     rows = _rows(found, limit, settings.control_fraction)
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -121,6 +131,7 @@ def _rows(
             continue
         rows.append(
             {
+                "name": state.name,
                 "key": key,
                 "tenant": key.partition(":")[0],
                 "arm": arm_of(key, control_fraction),
@@ -150,12 +161,21 @@ def _table(rows: list[dict[str, object]]) -> str:
     cells = [
         [
             str(row[name])
-            for name in ("key", "tenant", "arm", "last_seen", "results", "failures", "compactions")
+            for name in (
+                "name",
+                "key",
+                "tenant",
+                "arm",
+                "last_seen",
+                "results",
+                "failures",
+                "compactions",
+            )
         ]
         for row in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COLUMNS)]
-    numeric = {4, 5, 6}
+    numeric = {5, 6, 7}
 
     def line(values: list[str] | tuple[str, ...]) -> str:
         return "  ".join(

@@ -113,6 +113,7 @@ class SessionState(BaseModel):
     stats: Stats = Field(default_factory=Stats)
     timeline: list[Event] = Field(default_factory=list)  # newest last, capped
     updated: float = 0.0
+    name: str = ""  # what the agent or user called it (its id), or "fingerprint: <first line>"
 
     def trim(self) -> None:
         """Apply every cap, dropping the oldest entries first."""

@@ -49,6 +49,7 @@ COOKIE_MAX_AGE = 12 * 3600
 MAX_LOGINS = 256  # live inspector logins kept; the oldest goes first
 KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # session.keys.scoped: tenant:digest
 MAX_LIST = 1000
+MAX_SCAN = 100_000  # sessions read to filter by name
 STORE_DOWN = "the session store is unavailable"
 
 
@@ -110,9 +111,15 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
     def store() -> Any:
         return proxy.store
 
-    async def conversations(limit: int = MAX_LIST) -> list[tuple[str, SessionState]]:
-        found = await store().list_sessions(limit)
-        return [(key, state) for key, state in found if not state.links]
+    async def conversations(
+        limit: int = MAX_LIST, name: str = ""
+    ) -> list[tuple[str, SessionState]]:
+        """Sessions, most recent first (continuity index states left out); with `name`, only
+        those whose name contains it, in any case."""
+        found = await store().list_sessions(MAX_SCAN if name else limit)
+        wanted = name.lower()
+        kept = [(k, s) for k, s in found if not s.links and wanted in s.name.lower()]
+        return kept[:limit]
 
     def unavailable(message: str, wants_html: bool) -> Response:
         if wants_html:
@@ -138,22 +145,22 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
 
     @routes.get("")
     @routes.get("/")
-    async def inspector(request: Request) -> Response:
+    async def inspector(request: Request, name: str = "") -> Response:
         if (refused := gate(request, wants_html=True)) is not None:
             return refused
         try:
-            found = await conversations()
+            found = await conversations(name=name)
         except Exception as exc:
             log.error("admin: listing sessions failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, True)
-        return page("Sessions", list_html(found, proxy.settings.control_fraction))
+        return page("Sessions", list_html(found, proxy.settings.control_fraction, name))
 
     @routes.get("/sessions")
-    async def sessions(request: Request, limit: int = MAX_LIST) -> Response:
+    async def sessions(request: Request, limit: int = MAX_LIST, name: str = "") -> Response:
         if (refused := gate(request, wants_html=False)) is not None:
             return refused
         try:
-            found = await conversations(max(1, min(limit, MAX_LIST)))
+            found = await conversations(max(1, min(limit, MAX_LIST)), name)
         except Exception as exc:
             log.error("admin: listing sessions failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, False)

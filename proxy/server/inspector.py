@@ -76,6 +76,7 @@ def iso(epoch: float) -> str:
 
 def session_row(key: str, state: SessionState, fraction: float) -> dict[str, Any]:
     return {
+        "name": state.name,
         "key": key,
         "tenant": key.partition(":")[0],
         "arm": arm_of(key, fraction),
@@ -142,11 +143,13 @@ def _arm(arm: str) -> str:
     return f'<span class="tag a-{escape(arm)}">{escape(arm)}</span>'
 
 
-def list_html(found: list[tuple[str, SessionState]], fraction: float) -> str:
+def list_html(found: list[tuple[str, SessionState]], fraction: float, name: str = "") -> str:
     head = (
         "<header><h1>recovery-proxy · sessions</h1>"
         f'<span class="muted">{len(found)} live, most recent first · '
         f"control fraction {escape(fraction)}</span></header>"
+        '<form method="get" action="/admin/"><input name="name" placeholder="session name" '
+        f'value="{escape(name)}"> <button>Filter</button></form>'
     )
     if not found:
         return head + '<p class="empty">No sessions yet.</p>'
@@ -155,8 +158,9 @@ def list_html(found: list[tuple[str, SessionState]], fraction: float) -> str:
         s = session_row(key, state, fraction)
         rows.append(
             "<tr>"
-            f'<td><a class="key" href="/admin/sessions/{quote(key, safe=":")}">'
-            f"{escape(key)}</a></td>"
+            f'<td><a class="name" href="/admin/sessions/{quote(key, safe=":")}">'
+            f"{escape(s['name'] or '(unnamed)')}</a></td>"
+            f'<td class="key">{escape(key)}</td>'
             f'<td class="key">{escape(s["tenant"])}</td><td>{_arm(s["arm"])}</td>'
             f'<td title="{escape(s["last_seen"])}">{escape(_ago(state.updated))}</td>'
             f'<td class="n">{escape(s["turn"])}</td><td class="n">{escape(s["results"])}</td>'
@@ -164,7 +168,8 @@ def list_html(found: list[tuple[str, SessionState]], fraction: float) -> str:
             f'<td class="n">{escape(s["compactions"])}</td></tr>'
         )
     table = (
-        "<table><thead><tr><th>session</th><th>tenant</th><th>arm</th><th>last seen</th>"
+        "<table><thead><tr><th>session</th><th>key</th><th>tenant</th><th>arm</th>"
+        "<th>last seen</th>"
         '<th class="n">turn</th><th class="n">results</th><th class="n">failures</th>'
         '<th class="n">records</th><th class="n">compactions</th></tr></thead><tbody>'
         + "".join(rows)

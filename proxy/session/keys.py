@@ -70,6 +70,19 @@ def session_id(
     return f"{FINGERPRINT}{fingerprint}"
 
 
+MAX_NAME = 120
+
+
+def display_name(raw: str, first_user: str) -> str:
+    """A session's name as people know it: the id its agent or user gave (path, header, the
+    wire's own hint, a body field), or, for a fingerprinted one, its first user line."""
+    kind, _, value = raw.partition(":")
+    if raw.startswith(FINGERPRINT):
+        line = first_user.strip().split("\n", 1)[0]
+        return f"fingerprint: {line}"[:MAX_NAME]
+    return (value if kind in ("h", "w", "b") else raw)[:MAX_NAME]
+
+
 def named(session: str) -> str:
     """The id of a session the client named (by path or header), before scoping."""
     return f"h:{session}"

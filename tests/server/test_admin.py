@@ -438,3 +438,22 @@ async def test_no_openapi_schema_or_docs_are_served_with_or_without_admin() -> N
                 response = await client.get(path)
                 assert response.status_code == 404, path
                 assert response.json() == {"detail": "Not Found"}
+
+
+async def test_sessions_carry_the_name_their_agent_gave_and_filter_by_it() -> None:
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        fix = await fail(ScriptedAgent(client, session="fix-1234"), "src/config.ts")
+        docs = await fail(ScriptedAgent(client, session="docs-run-7"), "docs/cli.md")
+        unnamed = ScriptedAgent(client, session=None, task="Rename the CLI flags.\nThen test.")
+        plain = await fail(unnamed, "src/cli.ts")
+        listed = (await client.get("/admin/sessions", headers=AUTH)).json()
+        names = {row["key"]: row["name"] for row in listed}
+        assert names == {
+            fix: "fix-1234",
+            docs: "docs-run-7",
+            plain: "fingerprint: Rename the CLI flags.",
+        }
+        found = await client.get("/admin/sessions?name=FIX-12", headers=AUTH)
+        assert [row["key"] for row in found.json()] == [fix]
+        detail = await client.get(f"/admin/sessions/{docs}", headers=AUTH)
+        assert detail.json()["name"] == "docs-run-7"

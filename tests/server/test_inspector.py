@@ -108,8 +108,24 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
                 assert key in listing
             assert tenant_of({"authorization": "Bearer sk-team-alpha"}, "recovery-proxy") in listing
             assert "sk-team-alpha" not in listing
-            links = await page.eval("[...document.querySelectorAll('a.key')].map(a => a.href)")
+            names = await page.eval(
+                "[...document.querySelectorAll('a.name')].map(a => a.textContent)"
+            )
+            assert sorted(names) == ["build-fix-42", "scrape-7"]  # the names agents gave
+            links = await page.eval("[...document.querySelectorAll('a.name')].map(a => a.href)")
             assert f"{server.url}/admin/sessions/{keys['build']}" in links
+
+            # The filter box is a plain GET form (no script): what it submits lists only the
+            # sessions whose name matches, and the box keeps the text.
+            form = await page.eval(
+                "(f => [f.method, f.getAttribute('action'), f.elements[0].name])"
+                "(document.querySelector('form'))"
+            )
+            assert form == ["get", "/admin/", "name"]
+            assert await page.goto(f"{server.url}/admin/?name=BUILD") == 200
+            filtered = await page.text()
+            assert keys["build"] in filtered and keys["hostile"] not in filtered
+            assert await page.eval("document.querySelector('input[name=name]').value") == "BUILD"
 
             # A session page: timeline and records.
             assert (

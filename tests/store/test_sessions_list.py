@@ -113,13 +113,20 @@ def test_sessions_list_shows_what_the_proxy_stored_and_purge_takes_its_keys(
         (row["updated"] for row in rows), reverse=True
     )  # most recent first
     assert len(listed(spec, capsys, "--limit", "1")) == 1
+    # Each session by the name its agent gave it; a fingerprinted one by its first user line.
+    assert by_key[keys["path"]]["name"] == "alpha-7f3c"
+    assert by_key[keys["header"]]["name"] == "beta"
+    assert by_key[keys["fingerprint"]]["name"] == (
+        "fingerprint: Task of the fingerprint session: which port?"
+    )
+    assert [row["key"] for row in listed(spec, capsys, "--name", "ALPHA")] == [keys["path"]]
 
     # The human table: a header and one line per session.
     assert main(["sessions", "list", "--store", spec]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[:3] == ["key", "tenant", "arm"]
+    assert table[0].split()[:4] == ["name", "key", "tenant", "arm"]
     assert len(table) == 1 + len(keys)
-    assert any(line.startswith(keys["path"]) for line in table)
+    assert any(line.startswith("alpha-7f3c") and keys["path"] in line for line in table)
 
     # A control fraction of 1 puts every session in the control arm.
     monkeypatch.setenv("RECOVERY_PROXY_CONTROL_FRACTION", "1.0")
@@ -128,14 +135,17 @@ def test_sessions_list_shows_what_the_proxy_stored_and_purge_takes_its_keys(
 
     # A listed key is what purge takes.
     assert main(["sessions", "purge", "--store", spec, "--key", keys["path"]]) == 0
-    assert f"removed 1 session (session {keys['path']!r})" in capsys.readouterr().out
+    assert f"removed 1 session (key {keys['path']!r})" in capsys.readouterr().out
     assert sorted(row["key"] for row in listed(spec, capsys)) == sorted(
         [keys["header"], keys["fingerprint"]]
     )
 
-    # A name, or a key that is gone, matches nothing: exit 1 and a hint, not a silent 0.
+    # A name that matches nothing: exit 1 and a hint, not a silent 0. A name purges its own.
     assert main(["sessions", "purge", "--store", spec, "--session", "fix-1234"]) == 1
-    assert "no session has the key 'fix-1234'" in capsys.readouterr().err
+    assert "no session has the name 'fix-1234'" in capsys.readouterr().err
+    assert main(["sessions", "purge", "--store", spec, "--session", "beta"]) == 0
+    assert "removed 1 session (name 'beta')" in capsys.readouterr().out
+    assert [row["key"] for row in listed(spec, capsys)] == [keys["fingerprint"]]
 
     assert main(["sessions", "purge", "--store", spec, "--all"]) == 0
     capsys.readouterr()
