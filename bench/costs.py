@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy import tokens
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import open_pipeline
@@ -90,7 +89,6 @@ async def measure(build: Callable[[], list[dict[str, Any]]], runs: int) -> tuple
 
 
 async def main() -> None:
-    tokens.warm_up()
     cases: list[tuple[str, Callable[[], list[dict[str, Any]]]]] = [
         ("10 KB failing tool result", lambda: one_result(10_000)),
         ("10 MB failing tool result", lambda: one_result(10_000_000)),

@@ -229,7 +229,6 @@ async def open_parts(
     stack.push_async_callback(store.close)
     webhooks = Webhooks()
     stack.push_async_callback(webhooks.close)
-    tokens.warm_up_in_background()
     return Parts(rules, store, webhooks)
 
 

@@ -14,7 +14,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx
 import pytest
 
-from recovery_proxy import tokens
 from recovery_proxy.config import Settings
 from recovery_proxy.rules.load import default_rules_dir
 from recovery_proxy.server.app import RewriterFactory, create_app
@@ -22,7 +21,6 @@ from tests.upstream import ROOT
 
 UPSTREAM = f"{ROOT}/v1"
 ANTHROPIC_UPSTREAM = ROOT
-tokens.warm_up()  # exact token counts from the first request: budgets are deterministic
 
 
 def make_settings(**overrides: Any) -> Settings:

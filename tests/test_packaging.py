@@ -1,8 +1,9 @@
-"""Every package under proxy/ (import name recovery_proxy) ships in the wheel (a non-editable `pip install .` needs them)."""
+"""Every package and data file under proxy/ (import name recovery_proxy) ships in the wheel (a non-editable `pip install .` needs them)."""
 
 from __future__ import annotations
 
 import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,3 +18,17 @@ def test_every_proxy_package_is_listed_in_pyproject() -> None:
         for init in (ROOT / "proxy").rglob("__init__.py")
     }
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_every_data_file_under_proxy_is_package_data() -> None:
+    """The wheel ships the data the code reads (the context-window table and its licence)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["recovery_proxy"]
+    data = {
+        path.relative_to(ROOT / "proxy").as_posix()
+        for path in (ROOT / "proxy").rglob("*")
+        if path.is_file() and path.suffix not in (".py", ".pyc", ".md")
+    }
+    assert data, "expected tokens_data/windows.json at least"
+    missing = sorted(d for d in data if not any(fnmatch(d, p) for p in patterns))
+    assert not missing, f"add to [tool.setuptools.package-data] recovery_proxy: {missing}"

@@ -105,7 +105,6 @@ def run_explain(
     if not isinstance(payload, dict):
         print("recovery-proxy explain: the body must be a JSON object", file=sys.stderr)
         return 2
-    tokens.load_tokenizer()
     try:
         rules = load_rules(rules_dir, extra)
     except RulesError as exc:
