@@ -12,9 +12,6 @@ from typing import Any
 
 from recovery_proxy.cli.serve import StartupError
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
 EXTRA_RULES_HELP = (
     "a rules directory on top of the bundled (or --rules) ones: a rule or category with the "
     "same id replaces the bundled one (default: RECOVERY_PROXY_EXTRA_RULES or the config file)"

@@ -8,11 +8,14 @@
           api_base: https://api.anthropic.com    # optional
 
 A string `os.environ/NAME` anywhere in `litellm_params` is read from the environment at load;
-a missing variable is an error naming the file and the field. Nothing here imports litellm.
+a missing variable is an error naming the file and the field. litellm itself is an extra
+(`recovery-proxy[litellm]`): without it the file is refused at start-up in one line. Nothing
+here imports litellm (importing it takes seconds).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +24,7 @@ from typing import Any
 import yaml
 
 ENV_PREFIX = "os.environ/"
+LITELLM_MISSING = "--models needs litellm: pip install 'recovery-proxy[litellm]'"
 
 
 class ModelsError(ValueError):
@@ -29,6 +33,8 @@ class ModelsError(ValueError):
 
 def load_models(path: Path, environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """`model_name` -> `litellm_params` (secrets resolved) from a LiteLLM `model_list` file."""
+    if not litellm_installed():
+        raise ModelsError(LITELLM_MISSING)
     env = os.environ if environ is None else environ
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -57,6 +63,14 @@ def load_models(path: Path, environ: Mapping[str, str] | None = None) -> dict[st
             for key, value in params.items()
         }
     return models
+
+
+def litellm_installed() -> bool:
+    """Whether litellm can be imported, found without importing it."""
+    try:
+        return importlib.util.find_spec("litellm") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _resolve(value: Any, field: str, env: Mapping[str, str]) -> Any:

@@ -11,6 +11,7 @@ import httpx
 import orjson
 import pytest
 
+from recovery_proxy.server.background import free_port
 from recovery_proxy.server.litellm_models import ModelsError, load_models
 from tests.conftest import UPSTREAM, make_settings, proxy_client
 from tests.upstream import ROOT, upstream_mock
@@ -252,3 +253,32 @@ def test_the_app_does_not_import_litellm_without_models() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+WITHOUT_LITELLM = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class NotInstalled(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "litellm" or name.startswith("litellm."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+from recovery_proxy.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_litellm_models_stop_the_start_in_one_line(models: Path) -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", WITHOUT_LITELLM, "serve", "--models", str(models)]
+    command += ["--store", "memory", "--port", str(free_port())]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert out.stderr == (
+        "recovery-proxy: --models needs litellm: pip install 'recovery-proxy[litellm]'\n"
+    )
