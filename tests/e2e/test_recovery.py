@@ -5,10 +5,11 @@ from __future__ import annotations
 import httpx
 import orjson
 import pytest
+import respx
 
 from tests.agent import ScriptedAgent
 from tests.conftest import UPSTREAM, local_rules, make_settings, proxy_client
-from tests.upstream import ROOT, upstream_mock
+from tests.upstream import upstream_mock
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 REFUSED = "connect ECONNREFUSED 127.0.0.1:5432"
@@ -133,7 +134,7 @@ async def test_escalation_block_answers_409_and_stays_blocked(tmp_path) -> None:
 
 
 async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> None:
-    hook = f"{ROOT}/events"
+    hook = "https://hooks.example.test/recovery-events"  # httpx: respx answers it, no socket
     rules = local_rules(
         tmp_path,
         {
@@ -144,8 +145,8 @@ async def test_escalation_webhook_posts_an_event_in_the_background(tmp_path) -> 
     )
     async with proxy_client(make_settings(rules=rules)) as client:
         agent = ScriptedAgent(client)
-        with upstream_mock(assert_all_called=False) as mock:
-            events = mock.post(hook).mock(return_value=httpx.Response(204))
+        with upstream_mock() as mock, respx.mock() as hooks:
+            events = hooks.post(hook).respond(204)
             upstream = mock.post(f"{UPSTREAM}/chat/completions").mock(
                 return_value=httpx.Response(200, json={"choices": []})
             )

@@ -1,21 +1,25 @@
-"""Any provider through litellm: a listed model goes out with `litellm.acompletion`; the mock
-provider speaks Anthropic Messages at `api_base` and sees the recovery block inside the
-tool_result; the client gets OpenAI shapes back."""
+"""Any provider through litellm: a listed model goes out with `litellm.acompletion`; the
+provider (respx: no socket) speaks Anthropic Messages at `api_base` and sees the recovery block
+inside the tool_result; the client gets OpenAI shapes back."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
+import respx
 
 from recovery_proxy.server.background import free_port
 from recovery_proxy.server.litellm_models import ModelsError, load_models
 from tests.conftest import UPSTREAM, make_settings, proxy_client
-from tests.upstream import ROOT, upstream_mock
+from tests.upstream import upstream_mock
 
+PROVIDER = "https://api.anthropic.test"
+MESSAGES = f"{PROVIDER}/v1/messages"
 ANTHROPIC_KEY = "sk-ant-api03-from-the-environment"
 CLIENT_KEY = "Bearer sk-proj-client-tenant"
 NOT_FOUND = "Error: [Errno 2] No such file or directory: 'config/settings.toml'"
@@ -39,7 +43,7 @@ def models_file(tmp_path: Path) -> Path:
         "    litellm_params:\n"
         "      model: anthropic/claude-sonnet-4-5-20250929\n"
         "      api_key: os.environ/RP_TEST_ANTHROPIC_KEY\n"
-        f"      api_base: {ROOT}\n"
+        f"      api_base: {PROVIDER}\n"
     )
     return path
 
@@ -48,6 +52,16 @@ def models_file(tmp_path: Path) -> Path:
 def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RP_TEST_ANTHROPIC_KEY", ANTHROPIC_KEY)
     return models_file(tmp_path)
+
+
+@pytest.fixture
+def provider() -> Iterator[respx.MockRouter]:
+    """The provider behind litellm, mocked where httpx picks a transport (litellm's client runs
+    on aiohttp underneath, out of sight of respx's default httpcore mocker); requests from the
+    test client to the app pass through to it. Any other request fails the test."""
+    with respx.mock(using="httpx") as mock:
+        mock.route(host="proxy.local").pass_through()
+        yield mock
 
 
 def chat(model: str = "claude-sonnet", *calls: tuple[str, str], **extra: Any) -> dict[str, Any]:
@@ -76,6 +90,11 @@ def chat(model: str = "claude-sonnet", *calls: tuple[str, str], **extra: Any) ->
     return {"model": model, "messages": messages, "tools": [tool], "max_tokens": 512, **extra}
 
 
+def provider_calls(provider: respx.MockRouter) -> list[httpx.Request]:
+    """The requests litellm sent (the rest are the test client's, to the app)."""
+    return [c.request for c in provider.calls if c.request.url.host != "proxy.local"]
+
+
 def tool_result(request: httpx.Request, index: int = -1) -> dict[str, Any]:
     """The tool_result block of the `index`th user message Anthropic received."""
     messages = orjson.loads(request.content)["messages"]
@@ -84,25 +103,24 @@ def tool_result(request: httpx.Request, index: int = -1) -> dict[str, Any]:
 
 
 async def test_a_listed_model_goes_out_natively_with_the_block_inside_the_tool_result(
-    models: Path,
+    models: Path, provider: respx.MockRouter
 ) -> None:
+    route = provider.post(MESSAGES).respond(200, json=MESSAGE)
     async with proxy_client(make_settings(models=models)) as client:
-        with upstream_mock() as mock:
-            route = mock.post(f"{ROOT}/v1/messages").respond(200, json=MESSAGE)
-            first = await client.post(
-                "/v1/chat/completions",
-                json=chat("claude-sonnet", ("call_1", "config/settings.toml")),
-                headers={"Authorization": CLIENT_KEY},
-            )
-            second = await client.post(
-                "/v1/chat/completions",
-                json=chat(
-                    "claude-sonnet",
-                    ("call_1", "config/settings.toml"),
-                    ("call_2", "config/settings.toml"),
-                ),
-                headers={"Authorization": CLIENT_KEY},
-            )
+        first = await client.post(
+            "/v1/chat/completions",
+            json=chat("claude-sonnet", ("call_1", "config/settings.toml")),
+            headers={"Authorization": CLIENT_KEY},
+        )
+        second = await client.post(
+            "/v1/chat/completions",
+            json=chat(
+                "claude-sonnet",
+                ("call_1", "config/settings.toml"),
+                ("call_2", "config/settings.toml"),
+            ),
+            headers={"Authorization": CLIENT_KEY},
+        )
     assert first.status_code == 200 and first.headers["x-recovery-proxy-injected"] == "1"
     answer = first.json()
     assert answer["object"] == "chat.completion"
@@ -119,7 +137,9 @@ async def test_a_listed_model_goes_out_natively_with_the_block_inside_the_tool_r
     assert "1. read_file(" in again
 
 
-async def test_streaming_is_relayed_as_chat_completion_chunks(models: Path) -> None:
+async def test_streaming_is_relayed_as_chat_completion_chunks(
+    models: Path, provider: respx.MockRouter
+) -> None:
     events = [
         ("message_start", {"type": "message_start", "message": {**MESSAGE, "content": []}}),
         (
@@ -153,16 +173,15 @@ async def test_streaming_is_relayed_as_chat_completion_chunks(models: Path) -> N
         b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
         for name, data in events
     )
+    route = provider.post(MESSAGES).respond(
+        200, content=sse, headers={"content-type": "text/event-stream"}
+    )
     async with proxy_client(make_settings(models=models)) as client:
-        with upstream_mock() as mock:
-            route = mock.post(f"{ROOT}/v1/messages").respond(
-                200, content=sse, headers={"content-type": "text/event-stream"}
-            )
-            response = await client.post(
-                "/v1/chat/completions",
-                json=chat("claude-sonnet", ("call_1", "config/settings.toml"), stream=True),
-                headers={"Authorization": CLIENT_KEY},
-            )
+        response = await client.post(
+            "/v1/chat/completions",
+            json=chat("claude-sonnet", ("call_1", "config/settings.toml"), stream=True),
+            headers={"Authorization": CLIENT_KEY},
+        )
     assert response.headers["content-type"].startswith("text/event-stream")
     frames = [f.removeprefix("data: ") for f in response.text.split("\n\n") if f]
     assert frames[-1] == "[DONE]"
@@ -175,7 +194,7 @@ async def test_streaming_is_relayed_as_chat_completion_chunks(models: Path) -> N
 
 
 async def test_provider_errors_come_back_in_openais_shape_with_the_providers_status(
-    models: Path,
+    models: Path, provider: respx.MockRouter
 ) -> None:
     overloaded = {
         "type": "error",
@@ -184,14 +203,11 @@ async def test_provider_errors_come_back_in_openais_shape_with_the_providers_sta
             "message": "Number of request tokens has exceeded your per-minute rate limit",
         },
     }
+    provider.post(MESSAGES).respond(429, json=overloaded, headers={"retry-after": "17"})
     async with proxy_client(make_settings(models=models)) as client:
-        with upstream_mock() as mock:
-            mock.post(f"{ROOT}/v1/messages").respond(
-                429, json=overloaded, headers={"retry-after": "17"}
-            )
-            response = await client.post(
-                "/v1/chat/completions", json=chat(), headers={"Authorization": CLIENT_KEY}
-            )
+        response = await client.post(
+            "/v1/chat/completions", json=chat(), headers={"Authorization": CLIENT_KEY}
+        )
     assert response.status_code == 429 and response.headers["retry-after"] == "17"
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -201,20 +217,24 @@ async def test_provider_errors_come_back_in_openais_shape_with_the_providers_sta
 @pytest.mark.parametrize(
     "field", ["api_base", "base_url", "api_key", "extra_headers", "custom_llm_provider"]
 )
-async def test_clients_cannot_choose_the_destination_or_the_key(models: Path, field: str) -> None:
+async def test_clients_cannot_choose_the_destination_or_the_key(
+    models: Path, provider: respx.MockRouter, field: str
+) -> None:
     async with proxy_client(make_settings(models=models)) as client:
-        with upstream_mock() as mock:
-            response = await client.post(
-                "/v1/chat/completions",
-                json=chat(**{field: "http://attacker.example"}),
-                headers={"Authorization": CLIENT_KEY},
-            )
-    assert response.status_code == 400 and not mock.unmatched
+        response = await client.post(
+            "/v1/chat/completions",
+            json=chat(**{field: "http://attacker.example"}),
+            headers={"Authorization": CLIENT_KEY},
+        )
+    assert response.status_code == 400 and not provider_calls(provider)
     error = response.json()["error"]
     assert field in error["message"] and error["code"] == "routing_not_allowed"
 
 
-async def test_unlisted_models_go_to_the_upstream_as_before(models: Path) -> None:
+async def test_unlisted_models_go_to_the_upstream_as_before(
+    models: Path, provider: respx.MockRouter
+) -> None:
+    """The upstream relay is aiohttp (invisible to respx): a real loopback mock answers it."""
     raw = orjson.dumps(chat("gpt-4o-mini", api_base="http://kept-as-is.example"))
     async with proxy_client(make_settings(models=models)) as client:
         with upstream_mock() as mock:
@@ -222,7 +242,7 @@ async def test_unlisted_models_go_to_the_upstream_as_before(models: Path) -> Non
             await client.post(
                 "/v1/chat/completions", content=raw, headers={"Authorization": CLIENT_KEY}
             )
-    assert route.calls.last.request.content == raw
+    assert route.calls.last.request.content == raw and not provider_calls(provider)
 
 
 def test_models_file_errors_name_the_file_and_the_field(tmp_path: Path) -> None:
@@ -233,7 +253,7 @@ def test_models_file_errors_name_the_file_and_the_field(tmp_path: Path) -> None:
     assert params == {
         "model": "anthropic/claude-sonnet-4-5-20250929",
         "api_key": "k",
-        "api_base": ROOT,
+        "api_base": PROVIDER,
     }
     path.write_text("model_list:\n  - model_name: x\n    litellm_params: {api_base: http://h}\n")
     with pytest.raises(ModelsError, match=r"model_list\[0\]\.litellm_params\.model"):
