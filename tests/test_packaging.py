@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tomllib
-from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,13 +21,21 @@ def test_every_proxy_package_is_listed_in_pyproject() -> None:
 
 def test_every_data_file_under_proxy_is_package_data() -> None:
     """The wheel ships the data the code reads (the context-window table and its licence)."""
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["recovery_proxy"]
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    shipped = {
+        path
+        for package, patterns in package_data.items()
+        if package.split(".")[0] == "recovery_proxy"
+        for pattern in patterns
+        for path in (ROOT / "proxy").joinpath(*package.split(".")[1:]).glob(pattern)
+    }
     data = {
-        path.relative_to(ROOT / "proxy").as_posix()
+        path
         for path in (ROOT / "proxy").rglob("*")
         if path.is_file() and path.suffix not in (".py", ".pyc", ".md")
     }
     assert data, "expected tokens_data/windows.json at least"
-    missing = sorted(d for d in data if not any(fnmatch(d, p) for p in patterns))
-    assert not missing, f"add to [tool.setuptools.package-data] recovery_proxy: {missing}"
+    missing = sorted(str(p.relative_to(ROOT)) for p in data - shipped)
+    assert not missing, f"add to [tool.setuptools.package-data]: {missing}"
