@@ -9,17 +9,21 @@ the rank files; `pip install -e '.[litellm]'`), or in .venv-litellm. Corpora: th
 every entry of tests/data/tool_results*.yaml; the paragraphs of README.md, docs/adoption.md and
 rules/*.yaml; the lines of bench/tokens_multilingual.txt (hand-written, non-English error
 messages: a sanity check of the two non-ASCII weights, which are set by hand since the other
-corpora hold almost no non-ASCII text). The weights are fitted on tool_results.yaml only; the
-other corpora are held out.
+corpora hold almost no non-ASCII text); a few synthetic shapes (`synthetic()`). The weights
+are fitted on tool_results.yaml only; the other corpora are held out.
 """
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 import os
+import random
 import statistics
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,7 +63,23 @@ def corpora() -> dict[str, list[str]]:
     out["rules/*.yaml (paragraphs)"] = paragraphs(*sorted((ROOT / "rules").glob("*.yaml")))
     multilingual = (ROOT / "bench" / "tokens_multilingual.txt").read_text().splitlines()
     out["multilingual (lines)"] = [line for line in multilingual if line]
+    out["synthetic (runs, hex, base64, JSON)"] = synthetic()
     return out
+
+
+def synthetic() -> list[str]:
+    """Shapes the corpora lack: long runs of one character, random hex and base64, JSON."""
+    rng = random.Random(21)
+    items = [{"id": i, "name": f"item{i}", "v": rng.random()} for i in range(50)]
+    return [
+        *(char * 1000 for char in "aA0.- \n"),
+        ("=" * 80 + "\n") * 20,
+        rng.randbytes(2000).hex(),
+        base64.b64encode(rng.randbytes(3000)).decode(),
+        "\n".join(str(uuid.UUID(bytes=rng.randbytes(16))) for _ in range(100)),
+        json.dumps(items, separators=(",", ":")),
+        json.dumps(items, indent=2),
+    ]
 
 
 def errors(estimate: Callable[[str], float], texts: list[str], truth: list[int]) -> list[str]:

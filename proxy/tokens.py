@@ -21,6 +21,7 @@ import orjson
 
 DEFAULT_WINDOW = 128_000
 CHARS_PER_TOKEN = 4  # the first, cheapest guess from a body's size (pipeline._budget_numbers)
+MAX_CHARS_PER_TOKEN = 8  # o200k_base: `"a" * 1000` is 125 tokens
 CLASSES = "aA0 \n.bu"  # lower, upper, digit, space, line break, punctuation, non-ASCII (below)
 
 
@@ -78,11 +79,14 @@ def features(text: str) -> list[int]:
 
 @functools.lru_cache(maxsize=4096)
 def count(text: str, model: str = "") -> int:
-    """Estimated o200k_base tokens in `text` (at least 1 for any text)."""
+    """Estimated o200k_base tokens in `text`: at least 1 for any text, and one per
+    `MAX_CHARS_PER_TOKEN` characters (long runs of one character, which the patterns see as one
+    word or one run, cost about that much)."""
     if not text:
         return 0
     weights = (weight for weight, _ in FEATURES)
-    return max(1, round(sum(w * n for w, n in zip(weights, features(text), strict=True))))
+    estimate = round(sum(w * n for w, n in zip(weights, features(text), strict=True)))
+    return max(1, estimate, len(text) // MAX_CHARS_PER_TOKEN)
 
 
 def count_messages(messages: list[dict[str, Any]], model: str = "") -> int:

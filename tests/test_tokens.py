@@ -48,3 +48,9 @@ def test_context_windows_by_name_then_by_the_part_after_the_last_slash() -> None
     assert tokens.context_window("claude-sonnet-4-5") == 200_000
     assert tokens.context_window("a-model-nobody-knows") == tokens.DEFAULT_WINDOW == 128_000
     assert tokens.context_window("gpt-4.1", 50_000) == 50_000
+
+
+def test_long_runs_of_one_character_count_one_token_per_eight() -> None:
+    """o200k_base merges at most ~8 repeated letters: 1,000 x "a" is 125 tokens (measured),
+    where the patterns alone see one word."""
+    assert tokens.count("a" * 1000) == 125

@@ -119,7 +119,7 @@ def _strings(node: Any, key: str = "content") -> Iterator[str]:
 
 
 def text_tokens(payload: Payload, fields: tuple[str, ...], model: str) -> int:
-    """Tokens of the prose under `fields` of a body (formats litellm cannot count)."""
+    """Tokens of the prose under `fields` of a body (formats without a message list)."""
     text = "\n".join(s for field in fields for s in _strings(payload.get(field), field))
     return tokens.count_messages([{"role": "user", "content": text}], model)
 
