@@ -4,6 +4,7 @@ inside the tool_result; the client gets OpenAI shapes back."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,41 @@ def test_without_litellm_models_stop_the_start_in_one_line(models: Path) -> None
     assert out.stderr == (
         "recovery-proxy: --models needs litellm: pip install 'recovery-proxy[litellm]'\n"
     )
+
+
+# ---- the same Settings as the HTTP upstream ----------------------------------------------
+
+
+async def test_the_overhead_header_and_metric_cover_the_litellm_route(
+    models: Path, provider: respx.MockRouter
+) -> None:
+    provider.post(MESSAGES).respond(200, json=MESSAGE)
+    async with proxy_client(make_settings(models=models)) as client:
+        response = await client.post("/v1/chat/completions", json=chat("claude-sonnet"))
+        metrics = (await client.get("/metrics")).text
+    assert response.status_code == 200
+    assert 0 < float(response.headers["x-recovery-proxy-overhead-ms"]) < 1000
+    assert "recovery_proxy_overhead_seconds_count 1.0" in metrics
+
+
+async def test_a_provider_that_never_answers_is_a_504_after_the_read_timeout(
+    models: Path,
+) -> None:
+    reached: list[httpx.Request] = []
+
+    async def stall(request: httpx.Request) -> httpx.Response:
+        reached.append(request)  # (respx records a call only once it has answered)
+        await asyncio.sleep(30)
+        return httpx.Response(200, json=MESSAGE)
+
+    with respx.mock(using="httpx", assert_all_called=False) as provider:
+        provider.route(host="proxy.local").pass_through()
+        provider.post(MESSAGES).mock(side_effect=stall)
+        async with proxy_client(make_settings(models=models, read_timeout=0.5)) as client:
+            response = await client.post("/v1/chat/completions", json=chat("claude-sonnet"))
+            metrics = (await client.get("/metrics")).text
+    assert len(reached) == 1
+    assert response.status_code == 504
+    error = response.json()["error"]
+    assert error["code"] == "upstream_timeout" and "0.5s" in error["message"]
+    assert 'recovery_proxy_upstream_errors_total{kind="timeout"} 1.0' in metrics
