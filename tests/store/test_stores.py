@@ -382,7 +382,7 @@ def test_sessions_purge_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
     asyncio.run(fill())
     assert main(["sessions", "purge", "--store", spec, "--key", "5f1c0e2a9b7d3c41:h:run-1"]) == 0
-    assert "removed 1 session (session '5f1c0e2a9b7d3c41:h:run-1')" in capsys.readouterr().out
+    assert "removed 1 session (key '5f1c0e2a9b7d3c41:h:run-1')" in capsys.readouterr().out
     assert main(["sessions", "purge", "--store", spec, "--all"]) == 0
     assert "removed 2 sessions (all sessions)" in capsys.readouterr().out
     assert main(["sessions", "purge", "--store", spec, "--all"]) == 0
@@ -390,7 +390,7 @@ def test_sessions_purge_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit) as refused:  # deleting everything takes an explicit --all
         main(["sessions", "purge", "--store", spec])
     assert refused.value.code == 2
-    assert "one of the arguments --key/--session --all is required" in capsys.readouterr().err
+    assert "one of the arguments --key --session --all is required" in capsys.readouterr().err
     assert main(["sessions", "purge", "--store", "memory", "--all"]) == 2
     assert main(["sessions", "purge", "--store", "etcd://127.0.0.1:2379", "--all"]) == 2
     assert "unknown session store" in capsys.readouterr().err
