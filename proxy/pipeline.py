@@ -107,7 +107,7 @@ class RecoveryPipeline:
         if not plan.appends and not plan.summary:
             return Rewrite(session=key, arm=arm, **counts)
         body = serialise(wire.splice(request.payload, plan, rules.placement))
-        if b"e+" in body and LONG_INTEGER.search(request.body):  # see `exact_numbers`
+        if might_hold_long_integers(body, request.body):  # see `exact_numbers`
             body = exact_numbers(request, plan, rules)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
@@ -182,9 +182,15 @@ class RecoveryPipeline:
 
 
 # An integer orjson cannot hold (over 64 bits) is read as a float and would be written back as
-# `1.2345678901234568e+28`. Such bodies (rare: an "e+" in the output, then this search of the
-# input; RE2, linear time) are parsed and written again by the standard library, exactly.
+# `1.2345678901234568e+28`. Such bodies are parsed and written again by the standard library,
+# exactly. Finding them must cost nothing on the others: a "+" in the output (memchr, ~4 us for
+# 430 KB), only then an "e+" (~0.4 ms) and a 20-digit run in the input (RE2, ~0.8 ms).
 LONG_INTEGER = re2.compile(rb"[0-9]{20}")
+
+
+def might_hold_long_integers(rewritten: bytes, original: bytes) -> bool:
+    """Whether `original` had an integer over 64 bits that orjson turned into a float."""
+    return b"+" in rewritten and b"e+" in rewritten and bool(LONG_INTEGER.search(original))
 
 
 def exact_numbers(request: ChatRequest, plan: Plan, rules: Rules) -> bytes:
