@@ -86,6 +86,7 @@ class Event(BaseModel):
     kind: EventKind
     call_id: str = ""
     text: str = ""
+    ref: str = ""  # a block's result key: its full text is `annotations[ref]` (kept once)
 
 
 class Link(BaseModel):

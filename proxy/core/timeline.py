@@ -17,10 +17,30 @@ def event(
     state.timeline.append(new_event(state, now, kind, call_id, text))
 
 
-def new_event(state: SessionState, now: float, kind: EventKind, call_id: str, text: str) -> Event:
-    """An event; `text` cut to its first line, at most EVENT_TEXT characters."""
+def new_event(
+    state: SessionState, now: float, kind: EventKind, call_id: str, text: str, ref: str = ""
+) -> Event:
+    """An event; `text` cut to its first line, at most EVENT_TEXT characters. A block's full
+    text is not copied: `ref` names the annotation that holds it."""
     line = text.partition("\n")[0][:EVENT_TEXT]
-    return Event(time=now, turn=state.turn, kind=kind, call_id=call_id, text=line)
+    return Event(time=now, turn=state.turn, kind=kind, call_id=call_id, text=line, ref=ref)
+
+
+def with_added_text(state: SessionState) -> list[tuple[Event, str]]:
+    """Each timeline event and exactly what the model received for it, as far as the session
+    still holds it: a block's whole text, the summary in force (the latest summary event's),
+    a notice's or a reason's line."""
+    summaries = [i for i, e in enumerate(state.timeline) if e.kind == "summary"]
+    latest = summaries[-1] if summaries else -1
+    out = []
+    for i, event in enumerate(state.timeline):
+        text = event.text
+        if event.ref and event.ref in state.annotations:
+            text = state.annotations[event.ref]
+        elif i == latest and state.summary:
+            text = state.summary
+        out.append((event, text))
+    return out
 
 
 def summarised(summary: str, rules: Rules) -> str:

@@ -130,7 +130,9 @@ def observe(
             if not control:
                 stats.tokens_injected += budget.spent - spent
             if verdict.error:  # the block goes before its notices (shifts only those)
-                block = new_event(state, now, "block", result.call_id, verdict.key_line)
+                block = new_event(
+                    state, now, "block", result.call_id, verdict.key_line, ref=result.key
+                )
                 state.timeline.insert(mark, block)
     for result in conv.results:
         text = state.annotations.get(result.key)

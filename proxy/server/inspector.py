@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from recovery_proxy.core.state import SessionState
+from recovery_proxy.core.timeline import with_added_text
 from recovery_proxy.experiment.arms import arm_of
 
 CSS = """\
@@ -95,7 +96,10 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
         **session_row(key, state, fraction),
         "stats": state.stats.model_dump(),
         "records": [record.model_dump() for record in state.records],
-        "timeline": [event.model_dump() for event in state.timeline],
+        "timeline": [
+            {**event.model_dump(exclude={"ref"}), "added": added}
+            for event, added in with_added_text(state)
+        ],
         "compactions": [compaction.model_dump() for compaction in state.compactions],
         "summary": state.summary,
     }
@@ -200,8 +204,9 @@ def detail_html(key: str, state: SessionState, fraction: float) -> str:
             f'<tr><td class="t" title="{escape(iso(ev.time))}">{escape(_clock(ev.time))}</td>'
             f'<td class="n">{escape(ev.turn)}</td>'
             f'<td><span class="tag k-{escape(ev.kind)}">{escape(ev.kind)}</span></td>'
-            f'<td class="key">{escape(ev.call_id)}</td><td><pre>{escape(ev.text)}</pre></td></tr>'
-            for ev in state.timeline
+            f'<td class="key">{escape(ev.call_id)}</td>'
+            f"<td><pre>{escape(added)}</pre></td></tr>"
+            for ev, added in with_added_text(state)
         )
         timeline = (
             '<table><thead><tr><th>time</th><th class="n">turn</th><th>kind</th>'

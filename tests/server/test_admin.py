@@ -5,6 +5,7 @@ exchange and escaping."""
 
 from __future__ import annotations
 
+import html
 import time
 from pathlib import Path
 from typing import Any
@@ -457,3 +458,31 @@ async def test_sessions_carry_the_name_their_agent_gave_and_filter_by_it() -> No
         assert [row["key"] for row in found.json()] == [fix]
         detail = await client.get(f"/admin/sessions/{docs}", headers=AUTH)
         assert detail.json()["name"] == "docs-run-7"
+
+
+async def test_the_timeline_shows_exactly_what_the_model_received() -> None:
+    """Each block entry carries the whole block as it was appended (it kept only its first
+    line, 200 characters at most), and the summary entry the whole summary in force."""
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        agent = ScriptedAgent(client, session="timeline-full")
+        key = await fail(agent, "src/config.ts")
+        received = agent.last_tool_text
+        await fail(agent, "src/config.ts")
+        agent.messages = [
+            agent.messages[0],
+            {
+                "role": "user",
+                "content": "This session is being continued from a previous conversation that "
+                "ran out of context. Summary: the config is missing.",
+            },
+        ]
+        await agent.send()
+        summary = agent.system_text.split("\n\n", 1)[1]
+        detail = (await client.get(f"/admin/sessions/{key}", headers=AUTH)).json()
+        page = await client.get(f"/admin/sessions/{key}", headers={**AUTH, "Accept": "text/html"})
+    blocks = [e["added"] for e in detail["timeline"] if e["kind"] == "block"]
+    assert received == ENOENT.format("src/config.ts") + "\n\n" + blocks[0]
+    assert "Recovery suggestions:" in blocks[0] and len(blocks) == 2
+    (latest,) = [e["added"] for e in detail["timeline"] if e["kind"] == "summary"]
+    assert latest == summary
+    assert html.escape(blocks[1]) in page.text
