@@ -112,6 +112,7 @@ class Summary:
     compactions: int
     results: int | None  # None: the store could not say
     loop_notices: int | None
+    upstream_errors: dict[str, int] = field(default_factory=dict)  # kind -> count
 
     def render(self) -> str:
         failed = sum(self.failures.values())
@@ -129,7 +130,19 @@ class Summary:
             f"{unknown if self.loop_notices is None else self.loop_notices}, "
             f"escalations {self.escalations}, compactions {self.compactions}",
         ]
+        if self.upstream_errors:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.upstream_errors.items()))
+            lines.append(f"  upstream errors {sum(self.upstream_errors.values())} ({kinds})")
+        if not self.requests:
+            lines.append(NO_REQUESTS)
         return "\n".join(lines)
+
+
+NO_REQUESTS = (
+    "  the agent sent nothing through the proxy: check that it reads OPENAI_BASE_URL,\n"
+    "  ANTHROPIC_BASE_URL or GOOGLE_GEMINI_BASE_URL (Codex takes -c openai_base_url=URL or a\n"
+    "  config.toml provider; an agent with a base URL in its own config ignores them)"
+)
 
 
 def _samples(metrics: Metrics, family: str) -> dict[str, float]:
@@ -174,9 +187,11 @@ def summarise(tally: Tally, session: str) -> Summary:
     elif not tally.baselines:
         results = notices = 0
     failures: dict[str, float] = {}
+    upstream: dict[str, float] = {}
     escalations = compactions = 0.0
     if tally.metrics is not None:
         failures = _samples(tally.metrics, "recovery_proxy_tool_failures")
+        upstream = _samples(tally.metrics, "recovery_proxy_upstream_errors")
         escalations = sum(_samples(tally.metrics, "recovery_proxy_escalations").values())
         compactions = sum(_samples(tally.metrics, "recovery_proxy_compactions").values())
     return Summary(
@@ -192,4 +207,5 @@ def summarise(tally: Tally, session: str) -> Summary:
         compactions=int(compactions),
         results=results,
         loop_notices=notices,
+        upstream_errors={kind: int(n) for kind, n in upstream.items() if n},
     )

@@ -371,3 +371,17 @@ def test_a_missing_command_is_127_and_a_bad_session_or_no_command_is_2(tmp_path:
         )
         assert done.returncode == code, done.stderr
         assert message in done.stderr
+
+
+def test_a_run_that_saw_no_request_says_what_to_check(tmp_path: Path) -> None:
+    """An agent that ignores the base URLs it was given: the summary says so instead of
+    printing five lines of zeros."""
+    command = [sys.executable, "-m", "recovery_proxy", "run", "--", sys.executable, "-c", "pass"]
+    done = subprocess.run(
+        command, cwd=REPO, env=wrapper_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert "(no requests)" in done.stderr
+    assert "the agent sent nothing through the proxy: check that it reads OPENAI_BASE_URL" in (
+        done.stderr
+    )
