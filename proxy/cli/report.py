@@ -21,10 +21,6 @@ def run_report(settings: Settings, limit: int, as_json: bool) -> int:
 
     if refuse_memory(settings, "run the proxy with a sqlite or redis store to report on it"):
         return 2
-    path = settings.store.path
-    if path is not None and not path.exists():  # opening it would create an empty one
-        print(f"recovery-proxy: no session store at {path}", file=sys.stderr)
-        return 1
     code, sessions = on_store(settings, "read", lambda store: store.list_sessions(limit))
     if sessions is None:
         return code

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
+import socket
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -35,9 +38,20 @@ def serve_settings(
     try:
         return load_settings(flags, {**SERVE_FALLBACKS, **(fallbacks or {})})
     except ValidationError as exc:
-        raise StartupError(f"invalid settings:\n{exc}") from None
+        raise StartupError(settings_problem(exc)) from None
     except SettingsFileError as exc:
         raise StartupError(str(exc)) from None
+
+
+def settings_problem(exc: Any) -> str:
+    """A pydantic ValidationError of `Settings` as one line naming each flag and variable."""
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "settings"
+        value = repr(error.get("input"))[:60]
+        where = f"--{name.replace('_', '-')} / RECOVERY_PROXY_{name.upper()}"
+        problems.append(f"{name} ({where}) = {value}: {error['msg']}")
+    return "invalid setting: " + "; ".join(problems)
 
 
 class StartupError(Exception):
@@ -77,20 +91,38 @@ def serve(args: argparse.Namespace) -> int:
 
     try:
         settings = serve_settings(args)
-        app = start_app(settings)
+        listening = listen(settings.host, settings.port)  # before "ready": a taken port is
+        app = start_app(settings)  # one line, not uvicorn's eight and exit 3
     except StartupError as exc:
         print(f"recovery-proxy: {exc}", file=sys.stderr)
         return 2
     _tune_gc()
-    uvicorn.run(
+    logging.getLogger("recovery_proxy").info(
+        "listening on http://%s:%d", settings.host, listening.getsockname()[1]
+    )
+    config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_level=settings.log_level,
         log_config=None,  # uvicorn's own lines go through the handler `configure` set up
         **{**SERVER_OPTIONS, "http": with_head_timeout(settings.head_timeout)},
     )
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the SIGINT it handled
+        uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now; `StartupError` naming host and port if it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        message = f"cannot listen on {host}:{port} (--host/--port): {exc.strerror}"
+        raise StartupError(message) from None
+    return sock
 
 
 def _tune_gc() -> None:

@@ -36,6 +36,10 @@ def on_store(
         finally:
             await store.close()
 
+    path = settings.store.path
+    if path is not None and not path.is_file():  # opening would create an empty one
+        print(f"recovery-proxy: no session store at {path} (--store)", file=sys.stderr)
+        return 2, None
     try:
         return 0, asyncio.run(run())
     except ValueError as exc:  # a URL redis-py cannot parse

@@ -53,6 +53,15 @@ def default_rules_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def yaml_problem(path: Path, exc: Exception) -> str:
+    """A file that would not read as YAML, as one line: `/full/path:LINE:COLUMN: problem`
+    (PyYAML's own message spans four lines and names the file `<unicode string>`)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or exc
+    where = f"{path.resolve()}:{mark.line + 1}:{mark.column + 1}" if mark else path.resolve()
+    return f"{where}: {' '.join(str(problem).split())}"
+
+
 def read_files(directory: Path) -> dict[str, RuleFile]:
     """Parse and validate every `*.yaml` file of a rules directory."""
     if not directory.is_dir():
@@ -65,7 +74,7 @@ def read_files(directory: Path) -> dict[str, RuleFile]:
         try:
             data = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise RulesError(f"{path.name}: cannot read YAML: {exc}") from None
+            raise RulesError(f"{path.name}: cannot read YAML: {yaml_problem(path, exc)}") from None
         if not isinstance(data, dict):
             raise RulesError(f"{path.name}: top level must be a mapping, got {type(data).__name__}")
         try:

@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from recovery_proxy.rules.load import yaml_problem
+
 ENV_PREFIX = "os.environ/"
 LITELLM_MISSING = "--models needs litellm: pip install 'recovery-proxy[litellm]'"
 
@@ -39,7 +41,7 @@ def load_models(path: Path, environ: Mapping[str, str] | None = None) -> dict[st
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ModelsError(f"{path}: {exc}") from None
+        raise ModelsError(yaml_problem(path, exc)) from None
     entries = data.get("model_list") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise ModelsError(f"{path}: model_list: expected a non-empty list of models")

@@ -257,6 +257,8 @@ def test_report_command_refuses_the_memory_store_and_a_missing_file(tmp_path, ca
     assert main(["report", "--store", "memory"]) == 2
     assert "memory store lives inside the running proxy" in capsys.readouterr().err
     missing = tmp_path / "nowhere.db"
-    assert main(["report", "--store", f"sqlite:{missing}"]) == 1
+    assert (
+        main(["report", "--store", f"sqlite:{missing}"]) == 2
+    )  # a usage problem, like any bad --store
     assert f"no session store at {missing}" in capsys.readouterr().err
     assert not missing.exists()
