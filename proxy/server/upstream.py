@@ -1,6 +1,6 @@
 """Upstream forwarding: one `Outgoing` value in, the answer relayed back over ASGI.
 
-`HttpUpstream` is the hot path: one pooled aiohttp session, raw streaming relay.
+`HttpUpstream` is the hot path: one aiohttp connection pool, raw streaming relay.
 
 aiohttp's pool was chosen by measurement (bench/README.md): on this 2-core machine it adds
 0.25 ms less per request than httpx with httpcore, and keeps 9x the throughput at 32
