@@ -5,14 +5,16 @@ The store spec is parsed here, once, into a `StoreSpec`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -35,35 +37,13 @@ def default_sqlite_path() -> Path:
     return Path(user_state_dir("recovery-proxy")) / "sessions.db"
 
 
+@dataclass(frozen=True, slots=True)
 class StoreSpec:
-    """Where sessions live: `memory`, a sqlite file (`path`) or a redis server (`url`). An
-    immutable value. (Not a dataclass: pydantic-settings would read RECOVERY_PROXY_STORE as
-    JSON.)"""
+    """Where sessions live: `memory`, a sqlite file (`path`) or a redis server (`url`)."""
 
-    __slots__ = ("kind", "path", "url")
     kind: StoreKind
-    path: Path | None
-    url: str | None
-
-    def __init__(
-        self,
-        kind: StoreKind,
-        path: Path | None = None,
-        url: str | None = None,
-    ) -> None:
-        for name, value in (("kind", kind), ("path", path), ("url", url)):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"StoreSpec is immutable: cannot set {name}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StoreSpec):
-            return NotImplemented
-        return (self.kind, self.path, self.url) == (other.kind, other.path, other.url)
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.path, self.url))
+    path: Path | None = None
+    url: str | None = None
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
@@ -101,7 +81,7 @@ class StoreSpec:
         host = parts.netloc.rsplit("@", 1)[1]
         return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # never the redis password
         return f"StoreSpec({self.describe()!r})"
 
 
@@ -137,7 +117,7 @@ class Settings(BaseSettings):
         None, description="rules directory on top of --rules (same id replaces)"
     )
     models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
-    store: StoreSpec = Field(
+    store: Annotated[StoreSpec, NoDecode] = Field(  # NoDecode: the variable is no JSON
         "memory", validate_default=True, description="memory | sqlite:PATH | redis://HOST:PORT/DB"
     )
     redis_prefix: str = Field("recovery-proxy:", description="key prefix in a redis store")

@@ -6,8 +6,9 @@ like any unknown path (it is never relayed upstream: only `/v1/...` and the prov
 - `Authorization: Bearer <token>` authorizes every route (compared in constant time).
 - The inspector (`GET /admin/`, `GET /admin/sessions/{key}` with `Accept: text/html`) is opened
   once with `?token=...`: that sets an HttpOnly, SameSite=Strict cookie on `/admin` and
-  redirects to the same URL without the token. The cookie holds an HMAC of the token, not the
-  token, and authorizes GET requests only: `POST /admin/rules/reload` needs the Bearer header.
+  redirects to the same URL without the token. The cookie is a random value of that login
+  (`Auth`), never the token; it authorizes GET requests and `POST /admin/logout` only:
+  `POST /admin/rules/reload` needs the Bearer header.
 - Everything taken from session state (tool errors are attacker-controlled text) is escaped
   (proxy/server/inspector.py renders the pages); they carry a CSP that allows no script at all.
 """
@@ -108,15 +109,13 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
     routes = APIRouter(prefix="/admin", include_in_schema=False)  # not in /openapi.json
     reloading = asyncio.Lock()
 
-    def store() -> Any:
-        return proxy.store
-
     async def conversations(
         limit: int = MAX_LIST, name: str = ""
     ) -> list[tuple[str, SessionState]]:
         """Sessions, most recent first (continuity index states left out); with `name`, only
         those whose name contains it, in any case."""
-        found = await store().list_sessions(MAX_SCAN if name else limit)
+        assert proxy.store is not None  # `gate` answers 503 until it is open
+        found = await proxy.store.list_sessions(MAX_SCAN if name else limit)
         wanted = name.lower()
         kept = [(k, s) for k, s in found if not s.links and wanted in s.name.lower()]
         return kept[:limit]
@@ -135,7 +134,7 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
             if wants_html:
                 return token_page(request, wrong=True)
         if auth.allowed(request):
-            if store() is None:
+            if proxy.store is None:
                 return unavailable("the proxy is still starting", wants_html)
             return None
         if wants_html:
@@ -175,7 +174,8 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
         state: SessionState | None = None
         if KEY.fullmatch(key):
             try:
-                state = await store().get(key)
+                assert proxy.store is not None
+                state = await proxy.store.get(key)
             except Exception as exc:
                 log.error("admin: reading a session failed: %s", type(exc).__name__)
                 return unavailable(STORE_DOWN, wants_html)
