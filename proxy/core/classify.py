@@ -23,6 +23,7 @@ class Verdict:
     category: str = ""
     rule: str = ""
     key_line: str = ""
+    subject: str = ""  # what the error names (a module, a command), when its category says
 
 
 SUCCESS = Verdict(error=False)
@@ -122,7 +123,22 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     else:
         return SUCCESS
     line = key_line(body, rules)
-    return Verdict(True, categorise(tool, line, body, rules), rule, line)
+    category = categorise(tool, line, body, rules)
+    return Verdict(True, category, rule, line, subject_of(category, line, body, rules))
+
+
+def subject_of(category: str, line: str, window: str, rules: Rules) -> str:
+    """What the error names, by its category's `subject` pattern (key line first): `requests`
+    in `No module named 'requests'`; "" without a pattern or a match."""
+    found = rules.category(category)
+    if found is None or found.subject is None:
+        return ""
+    for text in (line, window):
+        match = found.subject.search(text)
+        named = next((g for g in match.groups() if g), "") if match else ""
+        if named:
+            return _clip(named)
+    return ""
 
 
 def target_of(arguments: dict[str, Any], rules: Rules) -> str:

@@ -27,6 +27,7 @@ class Findings:
 
     notices: list[str] = field(default_factory=list)
     escalations: list[str] = field(default_factory=list)
+    same_call: bool = False  # the newest call repeated in a row: a notice or an escalation
 
 
 def step(signature: str, failed: bool, text: str, call_id: str = "") -> str:
@@ -70,6 +71,7 @@ def tool_loops(loop: LoopState, rules: Rules) -> Findings:
     while run < len(steps) and steps[-1 - run] == steps[-1]:
         run += 1
     call = shown(steps[-1])
+    found.same_call = run >= th.same_call_notice
     if run >= th.same_call_escalate:
         found.escalations.append(
             f"{call} has been called {run} times in a row with the same arguments and result"

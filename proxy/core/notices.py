@@ -16,17 +16,18 @@ from recovery_proxy.rules.model import Rules
 
 
 def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
-    """The same category of failure on the same target, whatever the tool (edit, then read,
-    then edit of one missing file is one blind retry); without a target, the same tool."""
-    if a.category != b.category or a.target != b.target:
+    """The same category of failure on the same target (or the same subject the error names:
+    one missing module), whatever the tool (edit, then read, then edit of one missing file is
+    one blind retry); without either, the same tool."""
+    if a.category != b.category or a.about != b.about:
         return False
-    return bool(a.target) or a.operation == b.operation
+    return bool(a.about) or a.operation == b.operation
 
 
 def repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]:
     """The repeat notice for `record`, the `count`th failure like it among the records."""
     th, t = rules.thresholds, rules.templates
-    target = f'"{record.target}"' if record.target else record.operation
+    target = f'"{record.about}"' if record.about else record.operation
     if count >= th.repeat_stop:
         template = t.repeat_stop
     elif count >= th.repeat_warn:
@@ -36,15 +37,21 @@ def repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]
     return [template.format(count=count, category=record.category, target=target)]
 
 
-def loop_notices(
-    state: SessionState, result: ToolResult, rules: Rules, now: float
-) -> tuple[list[str], list[str]]:
-    """Loops on the newest step (proxy/core/loops.py), plus conversation-level notices
-    waiting for a tool result to travel with (counted when they were found)."""
-    found = loops.tool_loops(state.loop, rules)
-    noticed(state, found.notices, now, result.call_id)
+def loop_notices(state: SessionState, rules: Rules) -> tuple[list[str], loops.Findings]:
+    """Conversation-level notices waiting for a tool result to travel with (counted when they
+    were found), and the loops on the newest step (proxy/core/loops.py), not yet counted."""
     pending, state.loop.pending = state.loop.pending, []
-    return pending + found.notices, found.escalations
+    return pending, loops.tool_loops(state.loop, rules)
+
+
+def one_per_event(repeats: list[str], found: loops.Findings) -> list[str]:
+    """The notices for one failure, one per event. The same call failing again in a row is
+    one event for both the repeat counter and the same-call loop rule: the repeat notice
+    speaks for it (it names the target and counts every attempt), unless the loop rule
+    escalated, which says more."""
+    if repeats and found.same_call:  # then the same-call finding is the only one
+        return [] if found.escalations else repeats
+    return repeats + found.notices
 
 
 def conversation_loops(

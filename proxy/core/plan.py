@@ -60,9 +60,15 @@ MAX_EARLIER = 5  # earlier attempts a block may list (fewer when over the token 
 
 
 def fit_block(
-    state: SessionState, record: FailureRecord, rules: Rules, budget: Budget, notices: list[str]
+    state: SessionState,
+    record: FailureRecord,
+    rules: Rules,
+    budget: Budget,
+    notices: list[str],
+    error_shown: bool = False,
 ) -> str:
-    """Render the block, shrinking it (older attempts, then hints) to the per-block cap."""
+    """Render the block, shrinking it (older attempts, then hints) to the per-block cap.
+    `error_shown`: the block goes right under its error line (render.block)."""
     earlier = earlier_attempts(state, record)
     category = rules.category(record.category) or rules.category("unknown")
     hints = list(category.hints_for(record.operation)) if category else []
@@ -71,7 +77,8 @@ def fit_block(
         return "\n\n".join([systemic, *notices])
     keep = min(len(earlier), MAX_EARLIER)
     while True:
-        text = render.block(rules, record, earlier[len(earlier) - keep :], hints, notices)
+        shown = earlier[len(earlier) - keep :]
+        text = render.block(rules, record, shown, hints, notices, error_shown)
         if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
             return text
         if keep > 3:
@@ -85,15 +92,15 @@ def fit_block(
 
 
 def earlier_attempts(state: SessionState, record: FailureRecord) -> list[FailureRecord]:
-    """Earlier failures on the same target (any operation); without a target, the same
-    operation and category."""
+    """Earlier failures on the same target or subject (any operation); without either, the
+    same operation and category."""
     others = state.records[:-1]
-    if record.target:
-        return [r for r in others if r.target == record.target]
+    if record.about:
+        return [r for r in others if r.about == record.about]
     return [
         r
         for r in others
-        if not r.target and r.operation == record.operation and r.category == record.category
+        if not r.about and r.operation == record.operation and r.category == record.category
     ]
 
 
@@ -106,7 +113,7 @@ def systemic_notice(state: SessionState, record: FailureRecord, rules: Rules) ->
     operations = sorted({r.operation for r in recent if r.category == record.category})
     if len(operations) < rules.thresholds.systemic_operations:
         return ""
-    return rules.templates.systemic.format(
+    return rules.templates.systemic.format(  # the systemic notice always quotes the error
         operation=render.operation(record.operation, record.target),
         error=render.unlabelled(rules.templates.systemic, record.error),
         category=record.category,

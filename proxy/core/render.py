@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable
 
 import orjson
@@ -27,7 +28,30 @@ def unlabelled(template: str, error: str) -> str:
     return error
 
 
-def previous_attempts(rules: Rules, earlier: list[FailureRecord]) -> str:
+def fill(template: str, **fields: str) -> str:
+    """`template.format(**fields)`, leaving out what would say nothing: a line whose fields are
+    all empty, and a paragraph (lines between blank lines) whose every field line went. So
+    `Error: {error}` goes when the error is already on screen, and `Previous attempts:` with
+    its `{previous}` when there are none."""
+    kept = []
+    for paragraph in template.split("\n\n"):
+        lines, field_lines = [], 0
+        for line in paragraph.split("\n"):
+            names = [name for _, name, _, _ in string.Formatter().parse(line) if name]
+            if names and not any(fields[name] for name in names):
+                continue
+            field_lines += bool(names)
+            lines.append(line.format(**fields))
+        said = any(name for _, name, _, _ in string.Formatter().parse(paragraph) if name)
+        if said and not field_lines:
+            continue
+        kept.append("\n".join(lines))
+    return "\n\n".join(kept)
+
+
+def previous_attempts(rules: Rules, earlier: list[FailureRecord], current: str) -> str:
+    """One line per earlier attempt; an error identical to `current` (the one this block is
+    about) is not quoted again."""
     t = rules.templates
     if not earlier:
         return t.no_previous_attempts
@@ -36,7 +60,7 @@ def previous_attempts(rules: Rules, earlier: list[FailureRecord]) -> str:
             n=n,
             operation=operation(r.operation, r.target),
             category=r.category,
-            error=r.error,
+            error=t.same_error if r.error == current and t.same_error else r.error,
         )
         for n, r in enumerate(earlier, 1)
     )
@@ -48,13 +72,16 @@ def block(
     earlier: list[FailureRecord],
     hints: Iterable[str],
     notices: Iterable[str] = (),
+    error_shown: bool = False,
 ) -> str:
-    """The recovery block for one failure (seed 000's shape), notices last."""
+    """The recovery block for one failure (seed 000's shape), notices last. `error_shown`: the
+    block goes right under the error line, so it is not quoted again."""
     t = rules.templates
-    text = t.block.format(
+    text = fill(
+        t.block,
         operation=operation(record.operation, record.target),
-        error=unlabelled(t.block, record.error),
-        previous=previous_attempts(rules, earlier),
+        error="" if error_shown else unlabelled(t.block, record.error),
+        previous=previous_attempts(rules, earlier, record.error),
         hints="\n".join(t.hint.format(hint=h) for h in hints),
     )
     return "\n\n".join([text, *notices])

@@ -29,6 +29,12 @@ class FailureRecord(BaseModel):
     turn: int
     time: float
     thread: str = ""
+    subject: str = ""  # what the error names (a missing module or command), if its category says
+
+    @property
+    def about(self) -> str:
+        """What repeats are counted on: the subject the error names, else the call's target."""
+        return self.subject or self.target
 
 
 class ThreadState(BaseModel):

@@ -36,6 +36,7 @@ from recovery_proxy.core.notices import (
     escalate,
     loop_notices,
     noticed,
+    one_per_event,
     repeat_notices,
     same_failure,
 )
@@ -151,6 +152,24 @@ def observe(
     return plan
 
 
+TAIL_LINES = 3  # an error among a result's last lines sits right above an appended block
+
+
+def error_on_screen(text: str, error: str, rules: Rules) -> bool:
+    """True when the block will go inside the result, right under its error line (among the
+    last `TAIL_LINES` non-blank lines), so quoting the error again would only repeat it."""
+    if rules.placement.mode != "append" or not error:
+        return False
+    header = rules.templates.block.partition("\n")[0]
+    own = text.rfind("\n\n" + header) if header and "{" not in header else -1
+    if own >= 0:  # a result that already carries a block: judge the text above it
+        text = text[:own]
+    wanted = error.removesuffix("...")
+    tail = text[-4096:].splitlines()
+    lines = [line for line in tail if line.strip()][-TAIL_LINES:]
+    return any(wanted in line for line in lines)
+
+
 def _annotate(
     state: SessionState,
     result: ToolResult,
@@ -186,6 +205,7 @@ def _annotate(
             turn=state.turn,
             time=now,
             thread=thread,
+            subject=verdict.subject,
         )
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
@@ -196,7 +216,6 @@ def _annotate(
         if quiet:
             return ""
         notices += repeat_notices(record, rules, count)
-        noticed(state, notices, now, result.call_id)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
@@ -206,16 +225,19 @@ def _annotate(
         state.consecutive_failures = 0
     if quiet:
         return ""
-    found_notices, found_escalations = loop_notices(state, result, rules, now)
-    notices += found_notices
-    escalations += found_escalations
+    pending, found = loop_notices(state, rules)
+    escalations += found.escalations
+    notices = one_per_event(notices, found)
+    noticed(state, notices, now, result.call_id)
+    notices = pending + notices
     escalation_texts = [rules.templates.escalation.format(reason=r) for r in escalations]
     if escalations:
         escalate(state, result, escalations, rules, plan, now)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
     elif record is not None and budget.remaining > 0:
-        text = fit_block(state, record, rules, budget, notices + escalation_texts)
+        shown = error_on_screen(result.text, record.error, rules)
+        text = fit_block(state, record, rules, budget, notices + escalation_texts, shown)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
     else:

@@ -171,6 +171,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
                         (compile_pattern(t.tools, where), tuple(t.hints)) for t in c.tool_hints
                     ),
                     systemic=c.systemic,
+                    subject=_subject_pattern(c.subject, where) if c.subject else None,
                 )
             )
     if not any(c.id == "unknown" for c in categories):
@@ -214,6 +215,15 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
         marker_set=_pattern_set(markers, "compaction.markers"),
     )
+
+
+def _subject_pattern(pattern: str, where: str) -> Any:
+    """A category's `subject` pattern: its (groups) capture what the error names (alternatives
+    may each have one; the first that matched counts)."""
+    regex = compile_pattern(pattern, f"{where} subject")
+    if regex.groups < 1:
+        raise RulesError(f"{where} subject: the pattern needs a (group) around what it names")
+    return regex
 
 
 def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:

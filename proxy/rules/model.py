@@ -79,6 +79,7 @@ class Category:
     hints: tuple[str, ...]
     tool_hints: tuple[tuple[Any, tuple[str, ...]], ...]
     systemic: bool
+    subject: Any | None = None  # RE2: its first matching group names the module or command
 
     def hints_for(self, tool: str) -> tuple[str, ...]:
         for regex, hints in self.tool_hints:
@@ -98,6 +99,7 @@ class Templates:
     block: str
     previous_attempt: str
     no_previous_attempts: str
+    same_error: str
     hint: str
     repeat_warn: str
     repeat_stop: str

@@ -43,6 +43,11 @@ class CategoryRule(Strict):
     hints: list[str] = Field(min_length=1, max_length=6)
     tool_hints: list[ToolHints] = []
     systemic: bool = False
+    subject: str | None = Field(
+        None,
+        description="RE2 whose first matching (group) is what the error names (a module, a "
+        "command): repeats are counted on it instead of the call's target",
+    )
     examples: Examples = Examples()
 
 
@@ -131,6 +136,7 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
         "block": "operation error previous hints",
         "previous_attempt": "n operation category error",
         "no_previous_attempts": "",
+        "same_error": "",
         "hint": "hint",
         "repeat_warn": "count category target",
         "repeat_stop": "count category target",

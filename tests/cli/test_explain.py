@@ -112,7 +112,7 @@ def test_explain_json_names_the_verdict_and_the_text_it_would_add(
     assert (failed["call_id"], failed["tool"], failed["error"]) == (call_id, tool, True)
     assert failed["category"] == category and failed["rule"]
     assert failed["added"].lstrip().startswith("[Error Recovery Context]")
-    assert failed["key_line"] in failed["added"]
+    assert failed["key_line"] not in failed["added"]  # it sits right under that line
 
 
 def test_explain_reads_stdin_and_prints_text() -> None:

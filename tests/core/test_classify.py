@@ -96,7 +96,7 @@ def _codex_json(output: str, exit_code: object) -> str:
 def test_codex_json_exec_output_is_judged_by_its_exit_code(rules) -> None:
     failed = _codex_json("bash: line 1: pnpm: command not found\n", 127)
     verdict = classify(rules, "shell", failed)
-    assert verdict.error and verdict.category == "not_found"
+    assert verdict.error and verdict.category == "missing_dependency" and verdict.subject == "pnpm"
     assert verdict.key_line == "bash: line 1: pnpm: command not found"
     # Exit 0 is success even when the output talks about errors; exit 1 and no output is an
     # empty search (rg, grep), not a failure.
@@ -112,3 +112,59 @@ def test_bare_exception_messages_need_the_whole_output(rules) -> None:
     assert classify(rules, "get_field", "'name'").error
     assert not classify(rules, "read_file", "'name'\n'email'\n'id'").error
     assert not classify(rules, "read_file", "timed out requests: 0\nretries: 2").error
+
+
+PYTEST_COLLECTION = """\
+_______________ ERROR collecting tests/test_api.py _______________
+ImportError while importing test module '/repo/tests/test_api.py'.
+E   ModuleNotFoundError: No module named 'httpx'
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+1 error in 0.12s"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "text", "subject"),
+    [
+        ("bash", "ModuleNotFoundError: No module named 'requests'", "requests"),
+        ("bash", PYTEST_COLLECTION, "httpx"),
+        ("run", "Error: Cannot find module 'express'\nRequire stack:\n- /app/index.js", "express"),
+        ("bash", "bash: rg: command not found", "rg"),
+        ("bash", "zsh: command not found: rg", "rg"),
+        ("bash", "/bin/sh: 1: jq: not found", "jq"),
+        ("cmd", "'pnpm' is not recognized as an internal or external command,", "pnpm"),
+        (
+            "powershell",
+            "pnpm : The term 'pnpm' is not recognized as the name of a cmdlet, function,",
+            "pnpm",
+        ),
+        ("bash", 'exec: "docker": executable file not found in $PATH', "docker"),
+        (
+            "bash",
+            "main.go:4:2: no required module provides package github.com/pkg/x",
+            "github.com/pkg/x",
+        ),
+        ("bash", "error[E0463]: can't find crate for `serde`", "serde"),
+        (
+            "bash",
+            "app.rb:1:in `require': cannot load such file -- nokogiri (LoadError)",
+            "nokogiri",
+        ),
+    ],
+)
+def test_a_missing_module_or_program_is_missing_dependency_named_by_the_error(
+    rules, tool: str, text: str, subject: str
+) -> None:
+    verdict = classify(rules, tool, text)
+    assert verdict.error and verdict.category == "missing_dependency", verdict
+    assert verdict.subject == subject
+
+
+def test_a_relative_import_or_a_missing_file_stays_not_found(rules) -> None:
+    relative = classify(rules, "run", "Error: Cannot find module './config'\nRequire stack:")
+    codex = "Exit code: 1\nWall time: 0.1 seconds\nOutput:\ncat: src/config.ts: No such file"
+    missing = classify(rules, "shell", codex)
+    assert (relative.category, relative.subject) == ("not_found", "")
+    assert (missing.category, missing.subject) == ("not_found", "")
+    # the shell hints for a missing file lead with the file, not with installing a command
+    hints = rules.category("not_found").hints_for("shell")
+    assert hints[0].startswith("If a file is missing, list its directory")

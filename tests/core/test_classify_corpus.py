@@ -33,7 +33,7 @@ def test_corpus_is_big_and_balanced_enough() -> None:
     categories = Counter(e["expect"]["category"] for e in entries if e["expect"]["error"])
     assert len(entries) >= 150
     assert len(negatives) >= 60
-    assert len(categories) == 15 and min(categories.values()) >= 4
+    assert len(categories) == 16 and min(categories.values()) >= 4
     assert len({e["id"] for e in entries}) == len(entries)
 
 
@@ -49,7 +49,7 @@ def test_precision_and_recall(rules, path) -> None:
 def test_per_category_report_covers_every_category(rules) -> None:
     s = score(rules, load_corpus(HOLDOUT2))
     table = per_category(s)
-    assert len(table) == 15
+    assert len(table) == 16
     assert sum(total for total, *_ in table.values()) == s.tp + s.fn
     assert "| not_found |" in report(HOLDOUT2)
 

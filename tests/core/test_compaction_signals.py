@@ -51,7 +51,7 @@ def test_partial_history_is_never_read_as_compaction(rules: Rules) -> None:
     t.items = []
     plan = t.call("read_file", {"path": "src/webhooks/stripe.ts"}, ENOENT)
     text = t.text_after_last(plan)
-    assert f'  1. read_file("src/webhooks/stripe.ts") -> not_found: {ENOENT}' in text
+    assert '  1. read_file("src/webhooks/stripe.ts") -> not_found: the same error' in text
     assert plan.compaction == []
 
 

@@ -54,8 +54,9 @@ def test_openhands_repeating_action_observation(rules: Rules) -> None:
 
 def test_openhands_repeating_action_error(rules: Rules) -> None:
     fail = ("python", {"code": "print(x)"}, PY_ERR)
-    texts = run(Transcript(rules), [fail] * 3)
-    assert "has been called 3 times in a row" in texts[2]
+    texts = run(Transcript(rules), [fail] * 5)
+    assert "STOP: occurrence #3" in texts[2] and "Loop notice" not in texts[2]  # one event
+    assert "has been called 5 times in a row" in texts[4]
 
 
 def test_openhands_alternating_pattern_over_six_steps(rules: Rules) -> None:

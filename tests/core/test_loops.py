@@ -36,13 +36,18 @@ def test_scrolling_returns_new_content_each_time_and_is_not_a_loop(rules: Rules)
 
 def test_the_same_failure_is_a_loop_even_when_its_text_differs(rules: Rules) -> None:
     t = Transcript(rules)
-    for attempt in range(3):
+    said = []
+    for attempt in range(5):
         plan = t.call(
             "bash",
             {"command": "curl -sf localhost:8080/health"},
             f"curl: (7) Failed to connect to localhost port 8080 after {attempt} ms",
         )
-    assert "has been called 3 times in a row" in notices(plan, t)
+        said.append(notices(plan, t))
+    # the third: one notice for one event (the repeat STOP says what the loop notice would)
+    assert "STOP: occurrence #3" in said[2] and "Loop notice" not in said[2]
+    assert 'bash("curl -sf localhost:8080/health") has been called 5 times in a row' in said[4]
+    assert "STOP" not in said[4]  # the escalation supersedes it
 
 
 def test_different_arguments_are_not_a_loop(rules: Rules) -> None:

@@ -18,9 +18,10 @@ def test_a_failure_gets_a_block_at_its_own_opaque_position(rules: Rules) -> None
     block = plan.appends["item-1"]
     assert block.startswith("[Error Recovery Context]\n")
     assert 'Operation: read_file("src/webhooks/stripe.ts")' in block
-    assert f"Error: {ENOENT.removeprefix('Error: ')}" in block
-    assert "Error: Error:" not in block
-    assert "Previous attempts (this session):\n  none" in block
+    # right under the error line, the block does not quote it again, nor list no attempts
+    assert "ENOENT" not in block and "Error:" not in block
+    assert "Previous attempts" not in block
+    assert "\n\nRecovery suggestions:\n  - Verify the path" in block
     assert plan.new_failures == []  # judged once, on the turn it arrived
 
 
@@ -34,7 +35,7 @@ def test_second_failure_lists_the_first_and_the_first_block_is_reapplied(rules: 
     t = Transcript(rules)
     first = t.text_after_last(t.call("edit_file", {"path": "src/webhooks/stripe.ts"}, ENOENT))
     plan = t.call("read_file", {"path": "src/webhooks/stripe.ts"}, ENOENT)
-    assert f'  1. edit_file("src/webhooks/stripe.ts") -> not_found: {ENOENT}' in (
+    assert '  1. edit_file("src/webhooks/stripe.ts") -> not_found: the same error' in (
         t.text_after_last(plan)
     )
     assert plan.appends["item-1"] == first  # byte for byte (prompt-cache safety)
@@ -116,7 +117,18 @@ def test_explicit_flag_decides_both_ways(rules: Rules) -> None:
     plan = t.call("deploy", {"name": "staging"}, "Deployment paused by policy.", is_error=True)
     text = t.text_after_last(plan)
     assert text.startswith('[Error Recovery Context]\nOperation: deploy("staging")')
-    assert "Error: Deployment paused by policy." in text
+    assert "Deployment paused by policy." not in text  # it is the line right above
+
+
+def test_an_error_far_above_the_block_is_quoted_once(rules: Rules) -> None:
+    """The error line is quoted when the block does not sit right under it (a long output),
+    with the label not doubled; an earlier attempt with another error is quoted in full."""
+    t = Transcript(rules)
+    t.call("read_file", {"path": "src/a.ts"}, "Error: EACCES: permission denied, open 'src/a.ts'")
+    output = ENOENT + "\n" + "\n".join(f"    at frame{i} (loader.js:{i}:1)" for i in range(8))
+    text = t.text_after_last(t.call("read_file", {"path": "src/a.ts"}, output))
+    assert f"\nError: {ENOENT.removeprefix('Error: ')}\n" in text and "Error: Error:" not in text
+    assert '1. read_file("src/a.ts") -> permission_denied: Error: EACCES' in text
 
 
 def test_results_already_carrying_their_exact_block_are_not_annotated_again(rules: Rules) -> None:
@@ -179,3 +191,20 @@ def test_a_session_is_dated_from_its_first_request_even_without_tool_results(
     t = Transcript(rules)
     t.send()
     assert t.state.updated == t.now
+
+
+def test_a_missing_module_is_counted_on_the_module_whatever_the_command(rules: Rules) -> None:
+    """The same missing module behind two different commands is one repeated failure: the
+    note names the module, not the (existing) test file the command ran."""
+    t = Transcript(rules)
+    error = (
+        "_____ ERROR collecting tests/test_api.py _____\n"
+        "E   ModuleNotFoundError: No module named 'httpx'\n1 error in 0.12s"
+    )
+    t.call("bash", {"command": "pytest tests/test_api.py"}, error)
+    text = t.text_after_last(t.call("bash", {"command": "python -m pytest -q"}, error))
+    assert 'Operation: bash("python -m pytest -q")' in text
+    assert '1. bash("pytest tests/test_api.py") -> missing_dependency' in text
+    assert 'this missing_dependency failure on "httpx" has happened 2 times' in text
+    assert "not installed where this runs" in text
+    assert t.state.records[-1].subject == "httpx"

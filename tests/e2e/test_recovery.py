@@ -26,7 +26,7 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     assert 'Operation: edit_file("src/config.ts")' in first
     assert f"Error: {ENOENT.removeprefix('Error: ')}" in first
     assert "Error: Error:" not in first
-    assert "Previous attempts (this session):\n  none" in first
+    assert "Previous attempts" not in first
     assert "Recovery suggestions:\n  - Verify the path or name exists" in first
 
     response = await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)
@@ -39,7 +39,7 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     assert repeat.headers["x-recovery-proxy-injected"] == "0"
     assert repeat.headers["x-recovery-proxy-reapplied"] == "2"
     second = agent.last_tool_text
-    assert f'  1. edit_file("src/config.ts") -> not_found: {ENOENT}' in second
+    assert '  1. edit_file("src/config.ts") -> not_found: the same error' in second
     # Same category on the same target counts as a repeat whatever the tool (issue 11).
     assert 'this not_found failure on "src/config.ts" has happened 2 times' in second
     # The first block is re-applied byte for byte.
@@ -214,7 +214,7 @@ async def test_sessions_are_scoped_by_credential(client) -> None:
     b = ScriptedAgent(client, session="shared-id", api_key="sk-tenant-b")
     await a.call("read_file", {"path": "src/config.ts"}, ENOENT)
     await b.call("read_file", {"path": "src/config.ts"}, ENOENT)
-    assert "Previous attempts (this session):\n  none" in b.last_tool_text
+    assert "Previous attempts" not in b.last_tool_text
     await a.call("read_file", {"path": "src/config.ts"}, ENOENT)
     assert '  1. read_file("src/config.ts")' in a.last_tool_text
 
@@ -233,7 +233,7 @@ async def test_session_from_body_field_and_fingerprint(client) -> None:
     await other.call(
         "read_file", {"path": "x.py"}, "Error: ENOENT: no such file or directory, open 'x.py'"
     )
-    assert "  none" in other.last_tool_text
+    assert "Previous attempts" not in other.last_tool_text
 
 
 async def test_message_placement_inserts_one_message_after_the_batch(tmp_path) -> None:

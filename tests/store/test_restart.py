@@ -13,7 +13,7 @@ from recovery_proxy.demo.mock_model.script import pick
 from recovery_proxy.demo.scenario import COMPACT_AFTER, COMPACTED, SCRIPT, SYSTEM, TASK, run_tool
 
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
-FIRST_ATTEMPT = f'1. read_file("src/config.ts") -> not_found: {ENOENT}'
+FIRST_ATTEMPT = '1. read_file("src/config.ts") -> not_found: the same error'
 Messages = list[dict[str, Any]]
 
 
@@ -89,7 +89,7 @@ def test_failures_survive_a_restart(
     assert proxy.chat(turn1, session).status_code == 200
     first_block = tool_text(model.state.received[-1], "call_1")
     assert "[Error Recovery Context]" in first_block
-    assert "Previous attempts (this session):\n  none" in first_block
+    assert "Previous attempts" not in first_block
 
     proxy.restart()
     turn2 = [*turn1, *failed_read("call_2")]
