@@ -73,7 +73,8 @@ class StoreSpec:
         raise ValueError(f"unknown session store {text!r}: use {STORE_SPECS}")
 
     def describe(self) -> str:
-        """Safe to print: `memory`, the sqlite file's path, the redis URL without password."""
+        """Safe to print: `memory`, the sqlite file's path, the redis URL without its user and
+        password."""
         if self.path is not None:
             return str(self.path)
         return self.kind if self.url is None else mask_url(self.url)
@@ -83,9 +84,10 @@ class StoreSpec:
 
 
 def mask_url(url: str) -> str:
-    """`url` with its user and password (if it has a password) shown as `***`."""
+    """`url` with its user and password, if it has either, shown as `***` (a token can be the
+    user name alone)."""
     parts = urlsplit(url)
-    if parts.password is None:
+    if "@" not in parts.netloc:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"***@{host}"))
