@@ -1,6 +1,7 @@
 """Settings, layered once by pydantic-settings' own sources: flags (init kwargs) >
-`RECOVERY_PROXY_*` environment variables > the config file > a command's fallbacks > defaults.
-The store spec is parsed here, once, into a `StoreSpec`."""
+`RECOVERY_PROXY_*` environment variables > the config file > a command's fallbacks > defaults;
+`trace_settings` also says which layer set each one. The store spec is parsed here, once, into
+a `StoreSpec`. Secret settings (`secret_settings`) get no flag and are never printed."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from pydantic_settings import (
 )
 
 StoreKind = Literal["memory", "sqlite", "redis"]
+Origin = Literal["flag", "env", "file", "fallback", "default"]
+SECRET = {"secret": True}  # a field's json_schema_extra: no flag (it would show in `ps`), masked
 STORE_SPECS = "memory, sqlite, sqlite:PATH, redis://HOST:PORT/DB or rediss://HOST:PORT/DB"
 CONFIG_READERS: dict[str, type[InitSettingsSource]] = {
     ".yaml": YamlConfigSettingsSource,
@@ -70,19 +73,24 @@ class StoreSpec:
         raise ValueError(f"unknown session store {text!r}: use {STORE_SPECS}")
 
     def describe(self) -> str:
-        """Safe to print: `memory`, the sqlite file's path, the redis URL without password."""
+        """Safe to print: `memory`, the sqlite file's path, the redis URL without its user and
+        password."""
         if self.path is not None:
             return str(self.path)
-        if self.url is None:
-            return self.kind
-        parts = urlsplit(self.url)
-        if parts.password is None:
-            return self.url
-        host = parts.netloc.rsplit("@", 1)[1]
-        return urlunsplit(parts._replace(netloc=f"***@{host}"))
+        return self.kind if self.url is None else mask_url(self.url)
 
     def __repr__(self) -> str:  # never the redis password
         return f"StoreSpec({self.describe()!r})"
+
+
+def mask_url(url: str) -> str:
+    """`url` with its user and password, if it has either, shown as `***` (a token can be the
+    user name alone)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
 class SettingsFileError(Exception):
@@ -96,6 +104,7 @@ class Settings(BaseSettings):
         env_prefix="RECOVERY_PROXY_", extra="ignore", env_ignore_empty=True, title="Settings"
     )
     fallbacks: ClassVar[Mapping[str, Any]] = {}  # a command's own defaults: `load_settings`
+    origins: ClassVar[dict[str, Origin] | None] = None  # filled in by `trace_settings`
 
     config: Path | None = Field(
         None, description="YAML or TOML file of settings; flags and environment variables win"
@@ -136,11 +145,15 @@ class Settings(BaseSettings):
     require_credential: bool = Field(
         False, description="refuse requests without a credential (else they share one tenant)"
     )
-    session_salt: str = Field("recovery-proxy", description="salt for credential hashes")
+    session_salt: str = Field(
+        "recovery-proxy", description="salt for credential hashes", json_schema_extra=SECRET
+    )
     session_ttl_seconds: int = Field(24 * 3600, gt=0, description="idle sessions expire")
     max_sessions: int = Field(10_000, gt=0, description="memory store: sessions kept")
     context_window: int | None = Field(None, description="override the model's context window")
-    admin_token: str | None = Field(None, description="enables /admin (Bearer token)")
+    admin_token: str | None = Field(
+        None, description="enables /admin (Bearer token)", json_schema_extra=SECRET
+    )
     control_fraction: float = Field(
         0.0, ge=0.0, le=1.0, description="share of sessions in the A/B control arm"
     )
@@ -172,9 +185,48 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """First to last: flags, environment, the config file, the command's fallbacks
-        (pydantic-settings adds the defaults at the end)."""
-        fallbacks = InitSettingsSource(settings_cls, dict(cls.fallbacks))
-        return init_settings, env_settings, ConfigFileSource(settings_cls), fallbacks
+        (pydantic-settings adds the defaults at the end); then, when traced, `OriginSource`."""
+        sources = (
+            init_settings,
+            env_settings,
+            ConfigFileSource(settings_cls),
+            FallbackSource(settings_cls, dict(cls.fallbacks)),
+        )
+        if cls.origins is None:
+            return sources
+        return (*sources, OriginSource(settings_cls, cls.origins))
+
+
+class FallbackSource(InitSettingsSource):
+    """A command's own defaults (a class of its own: pydantic-settings names sources by it)."""
+
+
+class OriginSource(PydanticBaseSettingsSource):
+    """Adds no value: records, in `origins`, the first of the sources before it that set each
+    setting (from pydantic-settings' `settings_sources_data`), else `default`."""
+
+    KINDS: ClassVar[dict[str, Origin]] = {
+        "InitSettingsSource": "flag",
+        "EnvSettingsSource": "env",
+        "ConfigFileSource": "file",
+        "FallbackSource": "fallback",
+    }
+
+    def __init__(self, settings_cls: type[BaseSettings], origins: dict[str, Origin]) -> None:
+        super().__init__(settings_cls)
+        self.origins = origins
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the other sources' data
+
+    def __call__(self) -> dict[str, Any]:
+        found = self.settings_sources_data
+        for name in self.settings_cls.model_fields:
+            self.origins[name] = next(
+                (kind for source, kind in self.KINDS.items() if name in found.get(source, {})),
+                "default",
+            )
+        return {}
 
 
 class ConfigFileSource(PydanticBaseSettingsSource):
@@ -231,3 +283,20 @@ def load_settings(
         return Settings(**given)
     layered = type("Settings", (Settings,), {"fallbacks": dict(fallbacks)})
     return layered(**given)
+
+
+def trace_settings(
+    flags: Mapping[str, Any] | None = None, fallbacks: Mapping[str, Any] | None = None
+) -> tuple[Settings, dict[str, Origin]]:
+    """`load_settings`, and for each setting the layer its value came from."""
+    origins: dict[str, Origin] = {}
+    given = {name: value for name, value in (flags or {}).items() if value is not None}
+    namespace = {"fallbacks": dict(fallbacks or {}), "origins": origins}
+    return type("Settings", (Settings,), namespace)(**given), origins
+
+
+def secret_settings() -> frozenset[str]:
+    """The settings with no flag, masked wherever they are shown."""
+    return frozenset(
+        name for name, field in Settings.model_fields.items() if field.json_schema_extra == SECRET
+    )

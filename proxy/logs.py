@@ -19,6 +19,9 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 BODY_LIMIT = 64 * 1024  # characters of a body a request line may carry (LOG_BODIES only)
 
 OWN_LOGGERS = ("recovery_proxy", "uvicorn")
+# uvicorn logs its start, stop and errors as `uvicorn.error` (its access lines, switched off,
+# are `uvicorn.access`): shown as `uvicorn`, they do not read as errors.
+SHOWN_NAMES = {"uvicorn.error": "uvicorn"}
 
 requests_log = logging.getLogger("recovery_proxy.requests")
 
@@ -30,7 +33,7 @@ class JsonFormatter(logging.Formatter):
         entry: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
-            "logger": record.name,
+            "logger": SHOWN_NAMES.get(record.name, record.name),
             "message": record.getMessage(),
         }
         fields = getattr(record, "fields", None)
@@ -48,6 +51,8 @@ class TextFormatter(logging.Formatter):
         super().__init__(TEXT_FORMAT)
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.name in SHOWN_NAMES:  # a copy: other handlers see the record as it was
+            record = logging.makeLogRecord({**record.__dict__, "name": SHOWN_NAMES[record.name]})
         line = super().format(record)
         fields = getattr(record, "fields", None)
         if not fields:

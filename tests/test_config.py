@@ -19,6 +19,8 @@ from recovery_proxy.config import (
     StoreSpec,
     default_sqlite_path,
     load_settings,
+    mask_url,
+    trace_settings,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,6 +125,32 @@ def test_run_falls_back_to_the_callers_base_url_below_the_config_file(tmp_path: 
     assert settings.upstream == "http://10.20.0.4:4000/v1"  # the file over the caller's URL
     assert settings.anthropic_upstream == "http://a:1"  # not in the file: the caller's
     assert settings.store.kind == "sqlite" and settings.log_level == "warning"
+
+
+def test_trace_settings_names_the_layer_each_setting_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = config_file(tmp_path, "toml")  # port, upstream, store, session_ttl_seconds, log_level
+    monkeypatch.setenv("RECOVERY_PROXY_UPSTREAM", "http://gateway.internal:8000/v1")
+    monkeypatch.setenv("RECOVERY_PROXY_HOST", "")  # empty is unset
+    flags = {"config": path, "log_level": "debug", "port": None}
+    settings, origins = trace_settings(flags, {"store": "memory", "max_sessions": 5})
+    assert list(origins) == list(Settings.model_fields)
+    assert (origins["config"], origins["log_level"]) == ("flag", "flag")
+    assert origins["port"] == "file"  # a None flag is no flag
+    assert origins["upstream"] == "env"
+    assert (origins["store"], settings.store.kind) == ("file", "sqlite")  # the file over fallback
+    assert (origins["max_sessions"], settings.max_sessions) == ("fallback", 5)
+    assert (origins["host"], origins["read_timeout"]) == ("default", "default")
+    untraced = load_settings(flags, {"store": "memory", "max_sessions": 5})
+    assert settings.model_dump() == untraced.model_dump()
+    assert Settings.origins is None  # nothing kept on the class itself
+
+
+def test_mask_url_hides_who_connects() -> None:
+    assert mask_url("https://svc:pw-1@gw.internal:8443/v1") == "https://***@gw.internal:8443/v1"
+    assert mask_url("https://sk-token@gw.internal/v1") == "https://***@gw.internal/v1"
+    assert mask_url("https://gw.internal/v1") == "https://gw.internal/v1"
 
 
 # ---- a bad config file: one line naming the file and the key -----------------------------

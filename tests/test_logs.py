@@ -4,6 +4,7 @@ and ids only (no credential, no message content unless LOG_BODIES), at the chose
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from recovery_proxy.demo.mock_model import create_mock_app
+from recovery_proxy.logs import JsonFormatter, TextFormatter
 from recovery_proxy.server.background import BackgroundServer, free_port
 from tests.store.conftest import ROOT, clean_env
 
@@ -109,6 +111,9 @@ def test_json_lines_one_per_request_without_secrets_or_content(upstream: str) ->
     assert (second["new_failures"], second["injected"], second["reapplied"]) == (0, 0, 1)
     assert first["overhead_ms"] > 0 and first["time"].endswith("Z") is False
     assert all(e["level"] in ("info", "warning") for e in entries)
+    started = [e for e in entries if e["message"].startswith("Started server process")]
+    assert [e["logger"] for e in started] == ["uvicorn"]  # not "uvicorn.error": no error
+    assert "uvicorn.error" not in {e["logger"] for e in entries}
     text = "\n".join(lines)
     assert SECRET not in text and "secret-plans" not in text and "Read the plans" not in text
 
@@ -119,6 +124,8 @@ def test_text_lines_carry_the_same_fields(upstream: str) -> None:
     assert len(requests) == 2
     assert "wire=openai_chat results=1 new_failures=1 injected=1 reapplied=0" in requests[0]
     assert SECRET not in "\n".join(lines)
+    assert any(" INFO uvicorn: Started server process [" in line for line in lines)
+    assert not [line for line in lines if "uvicorn.error" in line]
 
 
 def test_debug_level_still_logs_no_content(upstream: str, tmp_path: Path) -> None:
@@ -165,3 +172,14 @@ def test_the_readme_example_line_has_the_real_fields(upstream: str) -> None:
     assert set(example) == set(real)
     assert {k: type(v) for k, v in example.items()} == {k: type(v) for k, v in real.items()}
     assert (example["results"], example["new_failures"], example["injected"]) == (1, 1, 1)
+
+
+def test_uvicorn_error_is_shown_as_uvicorn_in_both_formats() -> None:
+    """uvicorn logs its start and stop under `uvicorn.error`; the record itself keeps the name
+    (other handlers, and filters on it, see it as it was)."""
+    record = logging.LogRecord("uvicorn.error", logging.INFO, __file__, 1, "Started", None, None)
+    assert " INFO uvicorn: Started" in TextFormatter().format(record)
+    assert json.loads(JsonFormatter().format(record))["logger"] == "uvicorn"
+    assert record.name == "uvicorn.error"
+    other = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, "GET /", None, None)
+    assert " INFO uvicorn.access: GET /" in TextFormatter().format(other)

@@ -1,4 +1,4 @@
-"""Command line: `recovery-proxy serve | run -- CMD | demo | explain | rules check |
+"""Command line: `recovery-proxy serve | run -- CMD | config | demo | explain | rules check |
 sessions list | sessions purge | report`. The parser, its help text and the dispatch to each
 command's own module (cli/serve.py, cli/run.py, ..., demo/runner.py)."""
 
@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import typing
 from pathlib import Path
-from typing import Any
 
+from recovery_proxy.cli.fallbacks import RUN_IGNORES, help_defaults, shown_default
+from recovery_proxy.cli.flags import add_setting_flags
 from recovery_proxy.cli.serve import StartupError
 
 EXTRA_RULES_HELP = (
@@ -21,11 +23,11 @@ STORE_HELP = "store spec, as for serve (default: as serve)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="recovery-proxy",
         description="OpenAI-compatible proxy that adds recovery context to failed tool calls.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=env_help({"store": "sqlite in the user's state directory (serve), memory (run)"}),
+        epilog=env_help(help_defaults(None)),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -34,29 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the proxy in front of a provider",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=env_help({"store": "sqlite in the user's state directory (for serve)"}),
+        epilog=env_help(help_defaults("serve")),
     )
-    serve.add_argument("--host", help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="listen port (default 8787)")
-    add_proxy_flags(
-        serve,
-        store_default="RECOVERY_PROXY_STORE or the config file, else sqlite in the user's state "
-        "directory",
-        log_level="info",
-    )
+    add_setting_flags(serve, "serve")
 
     run = commands.add_parser(
         "run",
         help="run one agent command behind its own proxy: run [flags] -- CMD [ARGS...]",
         description=RUN_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=RUN_EPILOG + "\n\n" + env_help(RUN_DEFAULTS),
+        epilog=RUN_EPILOG + "\n\n" + env_help(help_defaults("run")),
     )
-    add_proxy_flags(
-        run,
-        store_default="RECOVERY_PROXY_STORE or the config file, else memory",
-        log_level="warning",
-    )
+    add_setting_flags(run, "run", skip=RUN_IGNORES)
     run.add_argument(
         "--session",
         metavar="NAME",
@@ -66,6 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "argv", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]", help="the agent command"
     )
+
+    config = commands.add_parser(
+        "config",
+        help="print every effective setting and where it came from (secrets masked)",
+        description=CONFIG_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=env_help(help_defaults("serve")),
+    )
+    config.add_argument(
+        "--for",
+        dest="for_command",
+        choices=["serve", "run"],
+        default="serve",
+        help="whose own defaults apply (default: serve)",
+    )
+    config.add_argument("--json", action="store_true", help="machine-readable output")
+    add_setting_flags(config, "serve")
 
     commands.add_parser("demo", help="play a scripted agent session offline against a mock model")
 
@@ -151,6 +159,10 @@ def _command(args: argparse.Namespace) -> int:
         from recovery_proxy.cli.serve import serve
 
         return serve(args)
+    if args.command == "config":
+        from recovery_proxy.cli.config import show_config
+
+        return show_config(args)
     if args.command == "demo":
         from recovery_proxy.demo.runner import run_demo
 
@@ -185,31 +197,11 @@ def _command(args: argparse.Namespace) -> int:
     return 2
 
 
-def add_proxy_flags(parser: argparse.ArgumentParser, store_default: str, log_level: str) -> None:
-    """The flags `serve` and `run` share: config file, upstreams, rules, models, store, log
-    level."""
-    parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--upstream", help="provider base URL, like OPENAI_BASE_URL")
-    parser.add_argument(
-        "--anthropic-upstream", help="Anthropic base URL (default https://api.anthropic.com)"
-    )
-    parser.add_argument(
-        "--gemini-upstream",
-        help="Gemini base URL (default https://generativelanguage.googleapis.com)",
-    )
-    parser.add_argument(
-        "--models", type=Path, help="LiteLLM model_list YAML: these models go through litellm"
-    )
-    parser.add_argument("--rules", type=Path, help="rules directory (default: bundled rules)")
-    parser.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
-    parser.add_argument(
-        "--store", help=f"memory | sqlite[:PATH] | redis://HOST:PORT/DB (default: {store_default})"
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        help=f"(default: RECOVERY_PROXY_LOG_LEVEL or the config file, else {log_level})",
-    )
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with a usage error on one line (not the whole usage first)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 RUN_DESCRIPTION = """\
@@ -217,11 +209,6 @@ Start the proxy on a free loopback port, run CMD with OPENAI_BASE_URL, OPENAI_AP
 ANTHROPIC_BASE_URL and GOOGLE_GEMINI_BASE_URL pointing at it (under a session path of its own),
 pass SIGINT/SIGTERM on to it, exit with its exit code and print a summary of the session to
 stderr."""
-RUN_DEFAULTS = {
-    "host": "127.0.0.1 (run: always loopback)",
-    "port": "8787 (run: a free port)",
-    "store": "memory (for run)",
-}
 RUN_EPILOG = """\
 The upstreams are, first to last: the flags, RECOVERY_PROXY_UPSTREAM /
 RECOVERY_PROXY_ANTHROPIC_UPSTREAM / RECOVERY_PROXY_GEMINI_UPSTREAM, the config file, this
@@ -233,6 +220,12 @@ example:
   recovery-proxy run -- codex exec "fix the failing test"
   recovery-proxy run --session fix-1234 --store sqlite -- claude"""
 
+
+CONFIG_DESCRIPTION = """\
+Print every setting serve (or run, with --for run) would use, its value and where it came from:
+flag, env RECOVERY_PROXY_*, file PATH, the command's own default, or default. Takes the same
+flags and config file as serve. Secrets (admin_token, session_salt, a redis password) are
+masked."""
 
 CONFIG_FILE_HELP = """\
 settings, first to last: flags, environment variables, the config file, defaults.
@@ -255,19 +248,11 @@ def env_help(defaults: dict[str, str] | None = None) -> str:
     shown = defaults or {}
     lines = [CONFIG_FILE_HELP, "", "environment variables (flags override them):"]
     for name, field in Settings.model_fields.items():
-        default = shown.get(name, _shown_default(field.get_default(call_default_factory=True)))
+        default = shown.get(name) or shown_default(name)
         lines.append(f"  RECOVERY_PROXY_{name.upper()}={default}")
         if field.description:
             lines.append(f"      {field.description}")
     return "\n".join(lines)
-
-
-def _shown_default(value: Any) -> str:
-    if value is None:
-        return "(unset)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,12 @@ from typing import Any
 
 import uvicorn
 
+from recovery_proxy.cli.fallbacks import run_fallbacks
 from recovery_proxy.cli.run_summary import Summary, Tally, counting_factory, summarise
 from recovery_proxy.cli.serve import StartupError, serve_settings, start_app
 from recovery_proxy.config import Settings
 from recovery_proxy.server.background import SERVER_OPTIONS
+from recovery_proxy.server.protocol import with_head_timeout
 from recovery_proxy.session import path as session_path
 
 log = logging.getLogger("recovery_proxy")
@@ -64,17 +66,9 @@ STOP_TIMEOUT = 15.0
 
 
 def run_settings(args: argparse.Namespace, environ: dict[str, str]) -> Settings:
-    """Flags over `RECOVERY_PROXY_*` over the config file over the caller's own base URLs over
-    the defaults; the store falls back to memory."""
-    fallbacks: dict[str, Any] = {"store": "memory", "log_level": "warning"}
-    openai = environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_BASE")
-    if openai:
-        fallbacks["upstream"] = openai
-    if environ.get("ANTHROPIC_BASE_URL"):
-        fallbacks["anthropic_upstream"] = environ["ANTHROPIC_BASE_URL"]
-    if environ.get("GOOGLE_GEMINI_BASE_URL"):
-        fallbacks["gemini_upstream"] = environ["GOOGLE_GEMINI_BASE_URL"]
-    return serve_settings(args, fallbacks)
+    """Flags over `RECOVERY_PROXY_*` over the config file over run's own defaults (the caller's
+    base URLs, the memory store, warnings only) over the defaults."""
+    return serve_settings(args, run_fallbacks(environ))
 
 
 def child_env(environ: dict[str, str], port: int, session: str) -> dict[str, str]:
@@ -101,18 +95,20 @@ def new_session_id() -> str:
 
 
 class ProxyThread:
-    """uvicorn serving `app` on a loopback socket it was handed, in a daemon thread."""
+    """uvicorn serving `app` on a loopback socket it was handed, in a daemon thread, as `serve`
+    runs it: its lines through the handler `logs.configure` set up, the head timeout set."""
 
-    def __init__(self, app: Any, log_level: str) -> None:
+    def __init__(self, app: Any, settings: Settings) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
         config = uvicorn.Config(
             app,
-            log_level=log_level,
+            log_level=settings.log_level,
+            log_config=None,  # not uvicorn's own format: the one `logs.configure` chose
             lifespan="on",
-            **SERVER_OPTIONS,
+            **{**SERVER_OPTIONS, "http": with_head_timeout(settings.head_timeout)},
             timeout_graceful_shutdown=5,
         )
         self.server = uvicorn.Server(config)
@@ -246,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
 
     forwarder = Forwarder()
     forwarder.install()
-    proxy = ProxyThread(app, settings.log_level)
+    proxy = ProxyThread(app, settings)
     summary: Summary | None = None
     try:
         if not proxy.start(stop=lambda: bool(forwarder.held)):

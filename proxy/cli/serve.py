@@ -16,27 +16,34 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from recovery_proxy.config import Settings
+from recovery_proxy.cli.fallbacks import SERVE_FALLBACKS, Fallback, values
 
-SERVE_FALLBACKS = {"store": "sqlite"}  # the file in the user's state directory
+if TYPE_CHECKING:
+    from recovery_proxy.config import Origin, Settings
 
 
 def serve_settings(
-    args: argparse.Namespace, fallbacks: Mapping[str, Any] | None = None
+    args: argparse.Namespace, fallbacks: Mapping[str, Fallback] | None = None
 ) -> Settings:
     """Settings for a command: its flags (each parsed into the attribute of a setting's name)
     over `RECOVERY_PROXY_*` over the config file over `fallbacks` over the defaults. The
     fallbacks start from serve's: the store is the sqlite file in the user's state directory
     (the library default, used by tests and embedders, stays `memory`). Settings that do not
     validate are a `StartupError`."""
+    return traced_settings(args, fallbacks)[0]
+
+
+def traced_settings(
+    args: argparse.Namespace, fallbacks: Mapping[str, Fallback] | None = None
+) -> tuple[Settings, dict[str, Origin]]:
+    """`serve_settings`, and the layer each setting came from (`recovery-proxy config`)."""
     from pydantic import ValidationError
 
-    from recovery_proxy.config import Settings, SettingsFileError, load_settings
+    from recovery_proxy.config import Settings, SettingsFileError, trace_settings
 
     flags = {name: getattr(args, name, None) for name in Settings.model_fields}
     try:
-        return load_settings(flags, {**SERVE_FALLBACKS, **(fallbacks or {})})
+        return trace_settings(flags, values({**SERVE_FALLBACKS, **(fallbacks or {})}))
     except ValidationError as exc:
         raise StartupError(settings_problem(exc)) from None
     except SettingsFileError as exc:
@@ -44,13 +51,17 @@ def serve_settings(
 
 
 def settings_problem(exc: Any) -> str:
-    """A pydantic ValidationError of `Settings` as one line naming each flag and variable."""
+    """A pydantic ValidationError of `Settings` as one line naming each flag and variable (a
+    secret's value is not repeated)."""
+    from recovery_proxy.config import secret_settings
+
+    secrets = secret_settings()
     problems = []
     for error in exc.errors():
         name = str(error["loc"][0]) if error["loc"] else "settings"
-        value = repr(error.get("input"))[:60]
-        where = f"--{name.replace('_', '-')} / RECOVERY_PROXY_{name.upper()}"
-        problems.append(f"{name} ({where}) = {value}: {error['msg']}")
+        value = "***" if name in secrets else repr(error.get("input"))[:60]
+        flag = "" if name in secrets else f"--{name.replace('_', '-')} / "
+        problems.append(f"{name} ({flag}RECOVERY_PROXY_{name.upper()}) = {value}: {error['msg']}")
     return "invalid setting: " + "; ".join(problems)
 
 

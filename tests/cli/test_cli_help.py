@@ -1,10 +1,12 @@
 """`--help` lists the `RECOVERY_PROXY_*` environment variables, generated from `Settings`:
-every field, with its default and description, in the real command's output; and how settings
-are layered, with the config file and a working example of one."""
+every field, with its default and description, in the real command's output; each flag names
+the same default as the list; and how settings are layered, with the config file and a working
+example of one."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from recovery_proxy.cli.fallbacks import RUN_IGNORES
+from recovery_proxy.cli.flags import flag_name, flagged_settings
 from recovery_proxy.config import Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,3 +76,53 @@ def test_serve_help_documents_the_layers_and_the_config_file(
     settings = load_settings({"config": path})
     assert (settings.port, settings.store.kind) == (8788, "redis")
     assert settings.extra_rules == Path("/etc/recovery-proxy/rules.d")
+
+
+def flag_defaults(text: str) -> dict[str, str]:
+    """Each flag of the help's settings group: the default its help names ('' for none)."""
+    section = text.split("\nsettings:\n", 1)[1].split("\n\n", 2)[1]  # past the group's note
+    entries: dict[str, str] = {}
+    flag = ""
+    for line in section.splitlines():
+        if not line.strip():
+            break
+        if line.startswith("  --"):
+            flag = line.split()[0].rstrip(",")
+            entries[flag] = line
+        else:
+            entries[flag] += " " + line
+    return {
+        flag: (re.search(r"\(default: (.*)\)$", " ".join(entry.split())) or ["", ""])[1]
+        for flag, entry in entries.items()
+    }
+
+
+@pytest.mark.parametrize("command", ["serve", "run"])
+def test_each_flag_names_the_default_the_environment_list_gives(command: str) -> None:
+    """They disagreed: run's --log-level said warning, its list RECOVERY_PROXY_LOG_LEVEL=info."""
+    text = help_text(command)
+    listed = dict(re.findall(r"^  RECOVERY_PROXY_(\w+)=(.*)$", text, re.M))
+    flags = flag_defaults(text)
+    for name in flagged_settings():
+        if command == "run" and name in RUN_IGNORES:
+            assert flag_name(name) not in flags
+            continue
+        default = listed[name.upper()]
+        assert flags[flag_name(name)] == ("" if default == "(unset)" else default), name
+    if command == "run":
+        assert listed["LOG_LEVEL"] == flags["--log-level"] == "warning (for run)"
+        assert listed["STORE"] == flags["--store"] == "memory (for run)"
+
+
+def test_a_usage_error_is_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "recovery_proxy", "serve", "--prot", "9100"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "recovery-proxy: error: unrecognized arguments: --prot 9100 (see recovery-proxy --help)\n"
+    )

@@ -385,3 +385,47 @@ def test_a_run_that_saw_no_request_says_what_to_check(tmp_path: Path) -> None:
     assert "the agent sent nothing through the proxy: check that it reads OPENAI_BASE_URL" in (
         done.stderr
     )
+
+
+# ---- settings the proxy of a run honours -------------------------------------------------
+
+SILENT_CLIENT = """\
+import os, socket, sys, time, urllib.parse
+url = urllib.parse.urlsplit(os.environ["OPENAI_BASE_URL"])
+sock = socket.create_connection((url.hostname, url.port))
+sock.settimeout(5)
+started = time.monotonic()
+closed = sock.recv(1) == b""  # sends nothing: the proxy must hang up
+sys.exit(0 if closed and time.monotonic() - started < 3 else 1)
+"""
+
+
+def test_run_honours_the_head_timeout() -> None:
+    """It served with uvicorn's settings and not the proxy's: --head-timeout did nothing."""
+    command = [sys.executable, "-m", "recovery_proxy", "run", "--quiet", "--head-timeout", "0.5"]
+    done = subprocess.run(
+        [*command, "--", sys.executable, "-c", SILENT_CLIENT],
+        cwd=REPO,
+        env=wrapper_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_run_logs_in_the_chosen_format_uvicorn_included() -> None:
+    """uvicorn's lines came in its own `INFO:     ...` format whatever the log format was."""
+    command = [sys.executable, "-m", "recovery_proxy", "run", "--quiet", "--log-level", "info"]
+    done = subprocess.run(
+        [*command, "--log-format", "json", "--", sys.executable, "-c", "pass"],
+        cwd=REPO,
+        env=wrapper_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    entries = [json.loads(line) for line in done.stderr.splitlines()]  # every line is JSON
+    loggers = {entry["logger"] for entry in entries}
+    assert {"uvicorn", "recovery_proxy"} <= loggers and "uvicorn.error" not in loggers

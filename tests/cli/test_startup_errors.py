@@ -45,7 +45,7 @@ def test_a_port_in_use_is_one_line_before_ready() -> None:
 @pytest.mark.parametrize(
     ("flags", "env", "named"),
     [
-        (["--port", "99999"], {}, "port (--port / RECOVERY_PROXY_PORT) = 99999"),
+        (["--port", "99999"], {}, "port (--port / RECOVERY_PROXY_PORT) = '99999'"),
         (["--upstream", "notaurl"], {}, "upstream (--upstream / RECOVERY_PROXY_UPSTREAM)"),
         ([], {"RECOVERY_PROXY_CONTROL_FRACTION": "2"}, "RECOVERY_PROXY_CONTROL_FRACTION) = '2'"),
     ],
