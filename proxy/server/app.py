@@ -76,6 +76,8 @@ class RecoveryProxy:
         self.roots = ("/v1/", *other)
         names = [wire.name for wire in FORMATS] + ["passthrough"]
         self._requests = {name: self.metrics.requests.labels(name) for name in names}
+        for name in names:  # every route's overhead series exists from the start
+            self.metrics.overhead.labels(name)
         self.control = control_app(self.state, self.lifespan)
 
     @property
@@ -199,7 +201,9 @@ class RecoveryProxy:
             forward_headers.popall("content-encoding", None)  # the new body is plain JSON
         forward_headers["content-length"] = str(len(out))
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
-        outgoing = Outgoing("POST", url, forward_headers, out, wire, started, extra, payload)
+        outgoing = Outgoing(
+            "POST", url, forward_headers, out, wire, started, extra, payload, route=wire.name
+        )
         await self._exchange(receive, send, upstream, outgoing)
 
     async def _read(
