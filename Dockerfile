@@ -10,7 +10,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY proxy ./proxy
 COPY rules ./rules
-RUN pip install '.[litellm]'
+RUN pip install '.[litellm,otel]'
 
 RUN mkdir -p /home/proxy/.local/state/recovery-proxy && chown -R proxy /home/proxy/.local
 USER proxy

@@ -93,6 +93,8 @@ class RecoveryPipeline:
             "results": len(conv.results),
             "failures": len(plan.new_failures),
             "rules": rules.version,
+            "name": name,
+            "categories": tuple(plan.new_failures),
         }
         if control:  # A/B control arm: tracked like treatment, forwarded untouched
             self._count(plan, control=True)
@@ -111,7 +113,8 @@ class RecoveryPipeline:
             body = exact_numbers(request, plan, rules)
         fresh = min(plan.fresh, plan.injected)
         reapplied = plan.injected - fresh
-        return Rewrite(body, fresh, reapplied, session=key, arm=arm, **counts)
+        added = added_tokens(plan, conv.model)
+        return Rewrite(body, fresh, reapplied, session=key, arm=arm, tokens=added, **counts)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float
@@ -207,6 +210,13 @@ def serialise(payload: dict[str, Any]) -> bytes:
         return orjson.dumps(payload)
     except orjson.JSONEncodeError:
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def added_tokens(plan: Plan, model: str) -> int:
+    """Estimated tokens of the texts a plan adds to the request (counts the tracker has
+    mostly cached already: each text is rendered once and re-applied as is)."""
+    texts = [*plan.appends.values(), plan.summary]
+    return sum(tokens.count(text, model) for text in texts)
 
 
 def tokens_for(model: str) -> Any:

@@ -39,6 +39,9 @@ class Rewrite:
     failures: int = 0  # failures judged for the first time
     rules: str = ""  # the rules version that judged them
     arm: str = ""  # A/B arm ("treatment" | "control") while an experiment runs, else ""
+    name: str = ""  # the session's display name (`session.keys.display_name`)
+    tokens: int = 0  # estimated tokens of the texts the forwarded body carries (new, re-applied)
+    categories: tuple[str, ...] = ()  # categories of the failures judged for the first time
 
 
 UNCHANGED = Rewrite()

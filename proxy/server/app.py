@@ -43,6 +43,7 @@ from recovery_proxy.server.asgi import (
 from recovery_proxy.server.control_plane import control_app
 from recovery_proxy.server.litellm_upstream import LitellmUpstream
 from recovery_proxy.server.state import ProxyState
+from recovery_proxy.server.tracing import Tracing, start_tracing
 from recovery_proxy.server.upstream import HttpUpstream, Outgoing, Upstream, upstream_headers
 from recovery_proxy.session import path as session_path
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
@@ -69,6 +70,7 @@ class RecoveryProxy:
         self.loaded_rules = rules
         self.rewriter: Rewriter | None = None
         self.upstream: Upstream | None = None
+        self.tracing: Tracing | None = None  # spans, when the OTEL_* variables ask for them
         self.litellm = LitellmUpstream.from_settings(settings, self.metrics)  # a bad --models
         self.routes = {path: wire for wire in FORMATS for path in wire.paths}
         self.matched = [wire for wire in FORMATS if wire.path_match is not exact_paths_only]
@@ -76,6 +78,8 @@ class RecoveryProxy:
         self.roots = ("/v1/", *other)
         names = [wire.name for wire in FORMATS] + ["passthrough"]
         self._requests = {name: self.metrics.requests.labels(name) for name in names}
+        for name in names:  # every route's overhead series exists from the start
+            self.metrics.overhead.labels(name)
         self.control = control_app(self.state, self.lifespan)
 
     @property
@@ -89,6 +93,9 @@ class RecoveryProxy:
             settings, metrics = self.settings, self.metrics
             upstream = HttpUpstream(settings, metrics)
             stack.push_async_callback(upstream.close)
+            self.tracing = start_tracing()
+            if self.tracing is not None:
+                stack.push_async_callback(self.tracing.close)
             parts = await open_parts(settings, metrics, stack, self.loaded_rules)
             self.state.store, self.state.rules = parts.store, parts.rules
             if (problem := await self.state.store_reachable()) is not None:
@@ -190,6 +197,8 @@ class RecoveryProxy:
             body=(rewrite.body or plain) if self.settings.log_bodies else None,
         )
         if rewrite.reject is not None:  # the `block` escalation: answered here, with our headers
+            if self.tracing is not None:
+                self.tracing.record(raw_headers, wire.name, rewrite, started, None)
             headers = [(b"x-should-retry", b"false"), *extra]
             raise Refusal(409, rewrite.reject, "recovery_escalation", headers)
         out = body
@@ -199,8 +208,14 @@ class RecoveryProxy:
             forward_headers.popall("content-encoding", None)  # the new body is plain JSON
         forward_headers["content-length"] = str(len(out))
         url = self._url(wire, wire.upstream_path(scope["path"]), scope)
-        outgoing = Outgoing("POST", url, forward_headers, out, wire, started, extra, payload)
-        await self._exchange(receive, send, upstream, outgoing)
+        outgoing = Outgoing(
+            "POST", url, forward_headers, out, wire, started, extra, payload, route=wire.name
+        )
+        try:
+            await self._exchange(receive, send, upstream, outgoing)
+        finally:  # after the answer: a span never delays one
+            if self.tracing is not None:
+                self.tracing.record(raw_headers, wire.name, rewrite, started, outgoing.overhead)
 
     async def _read(
         self, receive: Receive, raw_headers: list[tuple[bytes, bytes]]

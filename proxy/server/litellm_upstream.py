@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -159,7 +158,7 @@ class LitellmUpstream:
         params = self.models[payload["model"]]
         stream = bool(payload.get("stream"))
         log.debug("litellm route: %s -> %s (stream=%s)", payload["model"], params["model"], stream)
-        overhead = time.perf_counter() - outgoing.started
+        overhead = outgoing.forwarding(self.metrics)
         try:
             async with asyncio.timeout(self.read_timeout):
                 response = await _import().acompletion(**completion_kwargs(payload, params))
@@ -176,7 +175,6 @@ class LitellmUpstream:
             log.warning("litellm route %s: %s (%d)", params["model"], type(exc).__name__, status)
             await send_error(send, status, body, _error_headers(exc))
             return
-        self.metrics.overhead.observe(overhead)
         extra = [
             *outgoing.extra_headers,
             (b"x-recovery-proxy-overhead-ms", b"%.3f" % (overhead * 1000)),

@@ -67,6 +67,15 @@ class Outgoing:
     started: float  # `perf_counter()` when the request arrived: overhead is measured from it
     extra_headers: list[tuple[bytes, bytes]] = field(default_factory=list)
     payload: Mapping[str, Any] | None = None  # the body as parsed, when it was (else re-read)
+    route: str = "passthrough"  # the overhead histogram's label: the wire format, or passthrough
+    overhead: float | None = None  # seconds from arrival to forwarding, once forwarded
+
+    def forwarding(self, metrics: Metrics) -> float:
+        """The proxy's own time, arrival to now (about to go upstream): kept in `overhead`
+        and observed in the overhead histogram, whatever the upstream then answers."""
+        self.overhead = time.perf_counter() - self.started
+        metrics.overhead.labels(self.route).observe(self.overhead)
+        return self.overhead
 
 
 class Upstream(Protocol):
@@ -146,7 +155,7 @@ class HttpUpstream:
         """Forward and stream the response back; 502/504 in the wire's error shape when the
         upstream fails before answering, an SSE error event when a stream breaks."""
         method, url, wire = outgoing.method, outgoing.url, outgoing.wire
-        overhead = time.perf_counter() - outgoing.started
+        overhead = outgoing.forwarding(self.metrics)
         try:
             async with asyncio.timeout(self.read_timeout):
                 response = await self.pool.request(
@@ -170,7 +179,6 @@ class HttpUpstream:
             await send_error(send, 502, wire.error_body(502, message, "upstream_unreachable"))
             return
         try:
-            self.metrics.overhead.observe(overhead)
             headers_out = response_headers(response.raw_headers)
             headers_out += outgoing.extra_headers
             headers_out.append((b"x-recovery-proxy-overhead-ms", b"%.3f" % (overhead * 1000)))

@@ -71,6 +71,7 @@ def session_id(
 
 
 MAX_NAME = 120
+FINGERPRINT_NAME = "fingerprint: "  # a fingerprinted session's name: this, then its first user line
 
 
 def display_name(raw: str, first_user: str) -> str:
@@ -79,7 +80,7 @@ def display_name(raw: str, first_user: str) -> str:
     kind, _, value = raw.partition(":")
     if raw.startswith(FINGERPRINT):
         line = first_user.strip().split("\n", 1)[0]
-        return f"fingerprint: {line}"[:MAX_NAME]
+        return f"{FINGERPRINT_NAME}{line}"[:MAX_NAME]
     return (value if kind in ("h", "w", "b") else raw)[:MAX_NAME]
 
 

@@ -317,7 +317,7 @@ async def test_the_overhead_header_and_metric_cover_the_litellm_route(
         metrics = (await client.get("/metrics")).text
     assert response.status_code == 200
     assert 0 < float(response.headers["x-recovery-proxy-overhead-ms"]) < 1000
-    assert "recovery_proxy_overhead_seconds_count 1.0" in metrics
+    assert 'recovery_proxy_overhead_seconds_count{route="openai_chat"} 1.0' in metrics
 
 
 async def test_a_provider_that_never_answers_is_a_504_after_the_read_timeout(

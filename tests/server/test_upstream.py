@@ -10,7 +10,7 @@ import orjson
 from httpx import Response
 
 from recovery_proxy.server.background import free_port
-from tests.conftest import UPSTREAM, make_settings, proxy_client
+from tests.conftest import ROOT, UPSTREAM, make_settings, proxy_client
 from tests.upstream import upstream_mock
 
 
@@ -285,3 +285,33 @@ def test_upstream_cookies_are_relayed_never_kept_or_replayed(chat_body) -> None:
         httpx.post(url, json=chat_body(), headers={"authorization": "Bearer sk-b"})
         assert route.call_count == 2
         assert "cookie" not in route.calls.last.request.headers
+
+
+async def test_the_overhead_histogram_counts_every_forwarded_request_by_route(chat_body) -> None:
+    """Each API's rewritten route, passthrough, and a request whose upstream is unreachable
+    (the proxy's own time was spent all the same) land in `recovery_proxy_overhead_seconds`,
+    labelled like `recovery_proxy_requests`; passthrough's near-zero times stay apart from
+    the rewrites'."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    async with proxy_client(make_settings(gemini_upstream=closed)) as client:
+        with upstream_mock() as mock:
+            mock.post(f"{UPSTREAM}/chat/completions").respond(200, json={"choices": []})
+            mock.post(f"{UPSTREAM}/responses").respond(200, json={"output": []})
+            mock.post(f"{ROOT}/v1/messages").respond(200, json={"content": []})
+            mock.get(f"{UPSTREAM}/models").respond(200, json={"data": []})
+            chat = await client.post("/v1/chat/completions", json=chat_body())
+            await client.post("/v1/responses", json={"model": "gpt-4o-mini", "input": "hi"})
+            messages = [{"role": "user", "content": "hi"}]
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": messages}
+            await client.post("/v1/messages", json=body)
+            await client.get("/v1/models")
+        gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        path = "/v1beta/models/gemini-2.5-flash:generateContent"
+        assert (await client.post(path, json=gemini)).status_code == 502
+        metrics = (await client.get("/metrics")).text
+    for route in ("openai_chat", "openai_responses", "anthropic_messages", "gemini", "passthrough"):
+        assert f'recovery_proxy_overhead_seconds_count{{route="{route}"}} 1.0' in metrics, route
+    total = float(chat.headers["x-recovery-proxy-overhead-ms"]) / 1000
+    line = 'recovery_proxy_overhead_seconds_sum{route="openai_chat"} '
+    summed = next(x for x in metrics.splitlines() if x.startswith(line))
+    assert abs(float(summed.removeprefix(line)) - total) < 1e-6  # the header's very figure
