@@ -66,7 +66,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str, int]] = {
 }
 
 
-def play(proxy: str, model: Any, tool: str, args: dict[str, Any], output: str, times: int) -> list[int]:
+def play(
+    proxy: str, model: Any, tool: str, args: dict[str, Any], output: str, times: int
+) -> list[int]:
     """Tokens the model received after each of `times` identical failures."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
