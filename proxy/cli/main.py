@@ -75,7 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--json", action="store_true", help="machine-readable output")
     add_setting_flags(config, "serve")
 
-    commands.add_parser("demo", help="play a scripted agent session offline against a mock model")
+    demo = commands.add_parser(
+        "demo", help="play a scripted agent session offline against a mock model"
+    )
+    demo.add_argument(
+        "--format",
+        action="append",
+        choices=["chat", "responses", "messages", "gemini"],
+        help="only this wire format (repeatable; default: all four)",
+    )
+    shown = demo.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="only the closing summary")
+    shown.add_argument("--json", action="store_true", help="one JSON document: every request")
 
     explain = commands.add_parser(
         "explain", help="dry run over a saved request body: what each tool result gets"
@@ -164,9 +175,12 @@ def _command(args: argparse.Namespace) -> int:
 
         return show_config(args)
     if args.command == "demo":
+        from recovery_proxy.demo.plays import FORMATS
         from recovery_proxy.demo.runner import run_demo
 
-        return run_demo()
+        formats = tuple(dict.fromkeys(args.format)) if args.format else FORMATS
+        mode = "json" if args.json else "quiet" if args.quiet else "text"
+        return run_demo(formats, mode)
     if args.command == "rules":
         from recovery_proxy.cli.rules_check import check_rules
         from recovery_proxy.cli.serve import serve_settings

@@ -15,8 +15,9 @@ import httpx
 
 from recovery_proxy.config import Settings
 from recovery_proxy.demo.mock_model import create_mock_app
-from recovery_proxy.demo.plays import play, play_gemini, play_messages, play_responses, rule
+from recovery_proxy.demo.plays import FORMATS, play_chat, play_gemini, play_messages, play_responses
 from recovery_proxy.demo.scenario import GEMINI_SCRIPT, MESSAGES_SCRIPT, RESPONSES_SCRIPT, SCRIPT
+from recovery_proxy.demo.show import Mode, Show
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 
@@ -26,9 +27,10 @@ LEGEND = (
 )
 
 
-def run_demo() -> int:
-    """Run the scripted sessions; returns the process exit code."""
-    print(LEGEND)
+def run_demo(formats: tuple[str, ...] = FORMATS, mode: Mode = "text") -> int:
+    """Run the scripted sessions of `formats` (all four by default); returns the exit code."""
+    show = Show(mode)
+    show.say(LEGEND)
     scripts = {"responses": RESPONSES_SCRIPT, "messages": MESSAGES_SCRIPT, "gemini": GEMINI_SCRIPT}
     model = create_mock_app(SCRIPT, by_request=True, scripts=scripts)
     with BackgroundServer(model) as upstream:
@@ -40,12 +42,17 @@ def run_demo() -> int:
             hot_reload=False,
         )
         with BackgroundServer(create_app(settings)) as proxy:
-            print(f"mock model on {upstream.url}, recovery-proxy on {proxy.url}")
-            print(rule("Chat Completions: POST /v1/chat/completions"))
-            play(f"{proxy.url}", model)
+            show.say(f"mock model on {upstream.url}, recovery-proxy on {proxy.url}")
             headers = {"Authorization": "Bearer sk-demo"}
             with httpx.Client(base_url=proxy.url, headers=headers, timeout=30) as client:
-                play_responses(client, model)
-                play_messages(client, model)
-            play_gemini(proxy.url, model)
+                for fmt in formats:
+                    if fmt == "chat":
+                        play_chat(proxy.url, model, show)
+                    elif fmt == "responses":
+                        play_responses(client, model, show)
+                    elif fmt == "messages":
+                        play_messages(client, model, show)
+                    else:
+                        play_gemini(proxy.url, model, show)
+    show.finish()
     return 0

@@ -92,45 +92,94 @@ FILES = {
 COMPACT_AFTER = "call_5"  # the agent compacts its history after this result
 
 
+def _path(arguments: dict[str, Any]) -> str:
+    raw = arguments.get("path") or arguments.get("file_path") or arguments.get("dir_path") or ""
+    return str(raw).removeprefix("/repo/").rstrip("/*")
+
+
 def run_tool(name: str, arguments: dict[str, Any]) -> str:
-    """What the agent's tool returns: list_dir, read_file or edit_file on FILES."""
-    path = str(arguments.get("path", ""))
-    if name == "list_dir":
+    """What the agent's tool returns: list_dir, read_file or edit_file on FILES (each agent's
+    own spelling of them: Read/Glob/Edit, list_directory/replace)."""
+    path = _path(arguments)
+    if name in ("list_dir", "list_directory", "Glob"):
         return "\n".join(sorted(f.removeprefix(path + "/") for f in FILES if f.startswith(path)))
     if path not in FILES:
         return f"Error: ENOENT: no such file or directory, open '{path}'"
-    if name == "read_file":
+    if name in ("read_file", "Read"):
         return FILES[path]
-    if arguments.get("old", "") not in FILES[path]:
+    old = arguments.get("old", arguments.get("old_string", ""))
+    new = arguments.get("new", arguments.get("new_string", ""))
+    if old not in FILES[path]:
         return f"Error: old text not found in {path}"
-    return f"Edited {path}: 1 replacement ({arguments['old']} -> {arguments['new']})."
+    return f"Edited {path}: 1 replacement ({old} -> {new})."
 
 
-def turn(calls: list[dict[str, Any]]) -> dict[str, Any]:
+def run_shell(command: str) -> str:
+    """Codex's exec output for the three commands its scripted model runs."""
+    if command.startswith("cat "):
+        path = command.removeprefix("cat ")
+        if path not in FILES:
+            return CODEX_EXEC
+        return f"Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{FILES[path]}"
+    if command == "ls src":
+        listing = run_tool("list_dir", {"path": "src"})
+        return f"Exit code: 0\nWall time: 0.1 seconds\nOutput:\n{listing}"
+    return "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n"
+
+
+def turn(calls: list[dict[str, Any]], text: str | None = None) -> dict[str, Any]:
     """A scripted assistant turn calling `calls` (an answer when there are none)."""
     if not calls:
-        return {"role": "assistant", "content": "src/config.ts is missing; nothing to change."}
-    return {"role": "assistant", "content": None, "tool_calls": calls}
+        return {"role": "assistant", "content": text or "Done."}
+    return {"role": "assistant", "content": text, "tool_calls": calls}
 
 
-# The short runs: the model tries the same missing file twice, then gives up.
+def saw_block(payload: dict[str, Any]) -> bool:
+    """True when the newest item of the request (any format) carries a recovery block."""
+    items = payload.get("messages") or payload.get("input") or payload.get("contents") or [{}]
+    return b"[Error Recovery Context]" in json.dumps(items[-1]).encode()
+
+
+def after_failure(explore: dict[str, Any], retry: dict[str, Any]) -> Entry:
+    """The model's turn after its first failure: with a recovery block it follows the first
+    hint and looks around (`explore`); without one it tries the same thing again (`retry`)."""
+    return lambda payload: explore if saw_block(payload) else retry
+
+
+# The short runs: the first call fails; after the block the model lists the directory, edits
+# the file it finds there and answers (without the block: the same call again).
 CODEX_EXEC = "Exit code: 1\nWall time: 0.1 seconds\nOutput:\ncat: src/config.ts: No such file"
 CLAUDE_READ = "File does not exist. Note: your current working directory is /repo."
-RESPONSES_SCRIPT = [
+FIXED = "The port lives in src/settings.ts; I changed it to 8080."
+SED = "sed -i 's/3000/8080/' src/settings.ts"
+RESPONSES_SCRIPT: list[Entry] = [
     turn([call("call_r1", "shell", command="cat src/config.ts")]),
-    turn([call("call_r2", "shell", command="cat src/config.ts")]),
-    turn([]),
+    after_failure(
+        turn([call("call_r2", "shell", command="ls src")]),
+        turn([call("call_r2", "shell", command="cat src/config.ts")]),
+    ),
+    turn([call("call_r3", "shell", command=SED)]),
+    turn([], FIXED),
 ]
-MESSAGES_SCRIPT = [
+EDIT = {"old_string": "port: 3000", "new_string": "port: 8080"}
+MESSAGES_SCRIPT: list[Entry] = [
     turn([call("toolu_m1", "Read", file_path="src/config.ts")]),
-    turn([call("toolu_m2", "Read", file_path="src/config.ts")]),
-    turn([]),
+    after_failure(
+        turn([call("toolu_m2", "Glob", pattern="src/*")]),
+        turn([call("toolu_m2", "Read", file_path="src/config.ts")]),
+    ),
+    turn([call("toolu_m3", "Edit", file_path="src/settings.ts", **EDIT)]),
+    turn([], FIXED),
 ]
 # Gemini: no call ids from the model (as the Gemini API answers); Gemini CLI sends its own.
 GEMINI_MODEL = "gemini-2.5-pro"
 GEMINI_READ = "File not found: /repo/src/config.ts"
-GEMINI_SCRIPT = [
+GEMINI_SCRIPT: list[Entry] = [
     turn([call("", "read_file", file_path="/repo/src/config.ts")]),
-    turn([call("", "read_file", file_path="/repo/src/config.ts")]),
-    turn([]),
+    after_failure(
+        turn([call("", "list_directory", dir_path="/repo/src")]),
+        turn([call("", "read_file", file_path="/repo/src/config.ts")]),
+    ),
+    turn([call("", "replace", file_path="/repo/src/settings.ts", **EDIT)]),
+    turn([], FIXED),
 ]

@@ -6,7 +6,7 @@ answers.
 
 The reply to a request is turn n of the script, where n is the number of model turns already
 in the conversation (or, with `by_request=True`, the number of requests this format received
-before); past the end of the script it answers "Done.". Turns are written once, as Chat
+before); past the end of the script it answers "Done." (or `after`). Turns are written once, as Chat
 Completions assistant messages, and rendered in each format; an entry may also be a callable
 that chooses the turn from the request body (`(payload) -> Turn`). `scripts` gives a format its
 own script ("chat", "responses", "messages", "gemini"). Every request body received is kept, in
@@ -56,9 +56,10 @@ def create_mock_app(
     script: Sequence[Entry] | None = None,
     by_request: bool = False,
     scripts: Mapping[str, Sequence[Entry]] | None = None,
+    after: Entry = DONE,
 ) -> Starlette:
     """The mock model app; `script` lists the assistant turns to answer with, in order (a
-    callable entry picks its turn from the request body)."""
+    callable entry picks its turn from the request body), `after` answers past its end."""
     own = dict(scripts or {})
     served: Counter[str] = Counter()
 
@@ -70,7 +71,7 @@ def create_mock_app(
 
     async def chat_route(request: Request) -> Response:
         payload, turns, before = await receive(request, "chat")
-        turn = pick(turns, before if by_request else chat.turns_taken(payload), payload)
+        turn = pick(turns, before if by_request else chat.turns_taken(payload), payload, after)
         model = payload.get("model", "mock-model")
         if payload.get("stream"):
             usage = bool((payload.get("stream_options") or {}).get("include_usage"))
@@ -82,7 +83,7 @@ def create_mock_app(
         history = memory.history(payload)
         if history is None:
             return _json(responses.not_found(payload["previous_response_id"]), 400)
-        turn = pick(turns, before if by_request else responses.turns_taken(history), payload)
+        turn = pick(turns, before if by_request else responses.turns_taken(history), payload, after)
         rid = f"resp_mock_{len(app.state.received)}"
         output = responses.output_items(turn)
         memory.remember(rid, history, output)
@@ -92,7 +93,7 @@ def create_mock_app(
 
     async def messages_route(request: Request) -> Response:
         payload, turns, before = await receive(request, "messages")
-        turn = pick(turns, before if by_request else anthropic.turns_taken(payload), payload)
+        turn = pick(turns, before if by_request else anthropic.turns_taken(payload), payload, after)
         content = anthropic.content_blocks(turn)
         if payload.get("stream"):
             return _sse(anthropic.stream_events(payload, content))
@@ -104,7 +105,7 @@ def create_mock_app(
         if method not in ("generateContent", "streamGenerateContent"):
             return _json(gemini.not_found(target), 404)
         payload, turns, before = await receive(request, "gemini")
-        turn = pick(turns, before if by_request else gemini.turns_taken(payload), payload)
+        turn = pick(turns, before if by_request else gemini.turns_taken(payload), payload, after)
         parts, rid = gemini.content_parts(turn), gemini.response_id()
         if method == "generateContent":
             return _json(gemini.response_body(model, parts, rid))

@@ -45,12 +45,12 @@ def calls_of(turn: Turn) -> list[Call]:
     ]
 
 
-def pick(script: Sequence[Entry], index: int, payload: dict[str, Any] | None = None) -> Turn:
+def pick(
+    script: Sequence[Entry], index: int, payload: dict[str, Any] | None = None, after: Entry = DONE
+) -> Turn:
     """Turn `index` of the script (a callable entry is given the request body `payload`);
-    past its end, a final "Done."."""
-    if index >= len(script):
-        return DONE
-    entry = script[index]
+    past its end, `after` (a final "Done." unless told otherwise)."""
+    entry = script[index] if index < len(script) else after
     return entry(payload if payload is not None else {}) if callable(entry) else entry
 
 
