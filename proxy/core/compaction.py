@@ -1,8 +1,10 @@
 """Compaction: did the agent replace its history? Which failures can the model no longer see?
 
-Signals, strongest first (DESIGN "Compaction"): failures the model could see last time have
-vanished; the message list shrank and its earlier part changed; a known summary marker appears;
-a new thread opens carrying tool calls from an old one. Ordinary growth, retries, an edited last
+Signals, strongest first (DESIGN "Compaction"): a compaction block or item the provider wrote
+(Anthropic `compaction`, Responses `compaction`: the provider drops what comes before it, even
+though the client resends it); failures the model could see last time have vanished; the
+message list shrank and its earlier part changed; a known summary marker appears; a new thread
+opens carrying tool calls from an old one. Ordinary growth, retries, an edited last
 user message (a branch) and parallel sub-agents (other threads) are not compaction.
 """
 
@@ -24,9 +26,11 @@ def is_cleared(result: ToolResult, rules: Rules) -> bool:
 
 
 def visible_failures(state: SessionState, conv: Conversation, rules: Rules) -> set[str]:
-    """Call ids of tracked failures whose result is still in the request, uncleared."""
+    """Call ids of tracked failures whose result is still in the request, uncleared, and not
+    before a provider's compaction boundary (the provider drops those)."""
     failed = {r.call_id for r in state.records}  # records keep the result's identity key
-    return {r.key for r in conv.results if r.key in failed and not is_cleared(r, rules)}
+    after = conv.results[conv.boundary_results :]
+    return {r.key for r in after if r.key in failed and not is_cleared(r, rules)}
 
 
 MARKER_ASSISTANT_TEXTS = 4  # a summary sits near the start: Goose's notice is an assistant text
@@ -60,6 +64,8 @@ def detect_compaction(
     signals = [] if conv.partial else _history_signals(state, conv, previous, visible)
     if marker and (previous is None or not previous.marker):
         signals.append("marker")
+    if conv.boundary and conv.boundary not in state.provider.boundaries:
+        signals.append("provider")  # a compaction block or item the provider wrote
     return signals
 
 

@@ -116,6 +116,14 @@ class ToolResult:
         except TypeError:  # not JSON (a raw object of some other kind): its type only
             return type(raw).__name__.encode()
 
+    def knows_call(self) -> bool:
+        """Whether the request carried the call this result answers."""
+        return self._call is not None
+
+    def learn_call(self, call: ToolCall) -> None:
+        """The call, learned elsewhere (a relayed response): the identity stays the wire's."""
+        self._call = call
+
     @property
     def tool(self) -> str:
         call = self.call
@@ -181,6 +189,17 @@ class Conversation:
     last_human: str = ""  # the latest user message a person typed (not tool output as text)
     # Assistant texts: (tool results before it, the human message before it, the text).
     assistant_texts: list[tuple[int, str, str]] = field(default_factory=list)
+    # Provider-side compaction (issue 25): the newest compaction block or item the request
+    # carries (its digest, "" for none) and how many results come before it: the provider
+    # drops those, so the model no longer sees them whatever the client resends.
+    boundary: str = ""
+    boundary_results: int = 0
+
+    def compacted_here(self, identity: str) -> None:
+        """A provider compaction block or item (`identity`: its signature or content) sits
+        after the results seen so far."""
+        self.boundary = digest(identity)
+        self.boundary_results = len(self.results)
 
     def human_said(self, text: str) -> None:
         """A person (or the harness, in the user role) typed `text`."""

@@ -102,6 +102,53 @@ class Link(BaseModel):
     touched: float
 
 
+# --- The provider's side of a session (issue 25): compaction it did, calls and usage its
+# responses reported. One field of SessionState (`provider`), defaulted: states stored before
+# it load unchanged.
+
+MAX_BOUNDARIES = 8
+MAX_KNOWN_CALLS = 64
+
+
+class KnownCall(BaseModel):
+    """A call a relayed response made (`previous_response_id` chains never resend it)."""
+
+    name: str
+    arguments: str = ""  # as the response carried it (JSON text)
+
+
+class Usage(BaseModel):
+    """Tokens the provider reported for a session's responses, and what the proxy added.
+    `streak_*`: responses to requests inside a failure streak (the latest tool result failed)."""
+
+    responses: int = 0
+    input: int = 0
+    cached: int = 0
+    output: int = 0
+    streak_responses: int = 0
+    streak_input: int = 0
+    streak_output: int = 0
+    added: int = 0  # tokens of the texts the proxy put into forwarded requests (re-applied too)
+    cost: float = 0.0  # USD, for models with a known price
+    streak_cost: float = 0.0
+    priced: int = 0  # responses whose model had a price
+
+
+class ProviderState(BaseModel):
+    """Provider compaction seen, calls learned from responses, usage."""
+
+    boundaries: list[str] = Field(default_factory=list)  # compaction blocks/items seen
+    calls: dict[str, KnownCall] = Field(default_factory=dict)  # call id -> call, capped
+    usage: Usage = Field(default_factory=Usage)
+    cleared: bool = False  # a response reported cleared tool results, not yet acted on
+    stop_reason: str = ""  # the latest response's
+
+    def trim(self) -> None:
+        del self.boundaries[:-MAX_BOUNDARIES]
+        while len(self.calls) > MAX_KNOWN_CALLS:
+            del self.calls[next(iter(self.calls))]
+
+
 class SessionState(BaseModel):
     """Everything recovery-proxy keeps for one session."""
 
@@ -121,6 +168,7 @@ class SessionState(BaseModel):
     timeline: list[Event] = Field(default_factory=list)  # newest last, capped
     updated: float = 0.0
     name: str = ""  # what the agent or user called it (its id), or "fingerprint: <first line>"
+    provider: ProviderState = Field(default_factory=ProviderState)  # issue 25
 
     def trim(self) -> None:
         """Apply every cap, dropping the oldest entries first."""
@@ -130,6 +178,7 @@ class SessionState(BaseModel):
         del self.loop.steps[:-MAX_CALLS]
         del self.loop.pending[:-MAX_PENDING]
         del self.timeline[:-MAX_TIMELINE]
+        self.provider.trim()
         for mapping, cap in (
             (self.annotations, MAX_ANNOTATIONS),
             (self.seen, MAX_SEEN),

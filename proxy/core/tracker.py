@@ -30,7 +30,7 @@ from recovery_proxy.core.compaction import (
     remember_thread,
     visible_failures,
 )
-from recovery_proxy.core.conversation import Conversation, ToolResult, identify
+from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, identify
 from recovery_proxy.core.notices import (
     conversation_loops,
     escalate,
@@ -80,9 +80,12 @@ def observe(
     plan = Plan()
     thread = conv.thread
     identify(conv.results)
+    learn_calls(state, conv)
     visible = visible_failures(state, conv, rules)
     marker = has_marker(conv, rules)
     signals = detect_compaction(state, conv, visible, marker)
+    if "provider" in signals:
+        state.provider.boundaries.append(conv.boundary)
     seen = state.seen
     # Only the newest MAX_SEEN results can be remembered as judged: older ones are left alone
     # (judging them would evict, and re-judge, newer ones on every request).
@@ -120,7 +123,7 @@ def observe(
         if result.key not in cache:
             cache[result.key] = classify(rules, result.tool, result.text, result.is_error)
         verdict = cache[result.key]
-        if verdict.error and not is_cleared(result, rules):
+        if verdict.error and not is_cleared(result, rules) and index >= conv.boundary_results:
             visible.add(result.key)
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)
@@ -150,6 +153,18 @@ def observe(
         state.updated = now  # an unchanged state is not written again (stores compare bytes)
     state.trim()
     return plan
+
+
+def learn_calls(state: SessionState, conv: Conversation) -> None:
+    """Give results whose call the request did not carry (a `previous_response_id` chain) the
+    call a relayed response made, when the proxy saw it."""
+    known = state.provider.calls
+    if not known:
+        return
+    for result in conv.results:
+        if not result.knows_call() and result.call_id in known:
+            call = known[result.call_id]
+            result.learn_call(ToolCall(result.call_id, call.name, call.arguments))
 
 
 TAIL_LINES = 3  # an error among a result's last lines sits right above an appended block

@@ -77,7 +77,8 @@ class Continuity:
         candidates.discard(own)
         if not candidates:
             return own
-        marker = opens_with_marker(conv, rules)
+        # a provider's compaction block is written by the provider, not quoted tool text
+        marker = bool(conv.boundary) or opens_with_marker(conv, rules)
         # A short id (`call_0`) may be in two unrelated conversations of a local model: it
         # counts as evidence only next to a marker; a long (random) id counts by itself.
         identify(conv.results)

@@ -51,6 +51,18 @@ def _system_text(system: Any) -> str:
     return ""
 
 
+def _compaction_blocks(conv: Conversation, content: list[Any]) -> None:
+    """Mark a `compaction` block (threshold `compact_20260112` or on-demand `summarize`) as a
+    boundary: the API drops every message before it. A block with neither `content` nor
+    `encrypted_content` is a failed compaction, which the API treats as a no-op."""
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "compaction":
+            identity = block.get("signature") or block.get("encrypted_content")
+            identity = identity or block.get("content")
+            if isinstance(identity, str) and identity:
+                conv.compacted_here(identity)
+
+
 def parse(payload: dict[str, Any]) -> Conversation | None:
     """The neutral view of a Messages request; None when it has no message list."""
     messages = payload.get("messages")
@@ -72,6 +84,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
             if i < len(messages) - 1:  # a trailing assistant text is a prefill
                 conv.batch_start = len(conv.results)
             turn = CallQueue.of(content, _block_id)
+        if isinstance(content, list):
+            _compaction_blocks(conv, content)
         if role == "assistant" and isinstance(content, list):
             before = len(calls)
             for block in content:

@@ -6,8 +6,11 @@ Calls are `model` parts `functionCall {id?, name, args}`; results are `user` par
 `functionResponse {id?, name, response}`. The API reads `response.output` as the output and
 `response.error` as the error (google-genai `FunctionResponse`); Gemini CLI sends
 `{"error": message}` for a failed tool and `{"output": text}` otherwise, so a non-empty `error`
-is an explicit flag. Without ids, a response answers the oldest unanswered call of its name.
+is an explicit flag. A response with `willContinue: true` (a NON_BLOCKING call that will
+answer again) is not a result: only the final one is judged. Without ids, a response answers
+the oldest unanswered call of its name.
 The REST API takes camelCase or snake_case keys: both are read, and splices keep the client's.
+Text goes into `response` (never into `parts`, which hold media only), so `parts` stay valid.
 `systemInstruction` is a Content; the summary is one more text part at its end.
 """
 
@@ -131,6 +134,8 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
                 if isinstance(part.get("text"), str):
                     texts.append(part["text"])
                 continue
+            if _get(answer, "willContinue", "will_continue")[1] is True:
+                continue  # a generator's partial response: only the final one is a result
             name = str(answer.get("name", ""))
             call_id = str(answer.get("id") or "")
             call = by_id.get(call_id) if call_id else None

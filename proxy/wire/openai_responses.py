@@ -158,6 +158,10 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
         elif kind in OUTPUTS:
             conv.results.append(_result(item, index, calls))
             last_result_at = index
+        elif kind == "compaction":  # the encrypted summary: items before it are dropped
+            identity = item.get("encrypted_content") or item.get("id")
+            if isinstance(identity, str) and identity:
+                conv.compacted_here(identity)
         elif kind in (None, "message"):
             role = item.get("role")
             if role == "user":
