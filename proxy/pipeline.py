@@ -73,6 +73,8 @@ class RecoveryPipeline:
             return UNCHANGED
         if not conv.model and wire.path_model is not None:
             conv.model = wire.path_model(request.path)
+        estimate = len(request.body) // tokens.CHARS_PER_TOKEN
+        conv.compacting = wire.compacting(request.payload, request.path, estimate)
         now = time.time()
         key, name = await self._session(request, conv, rules, now)
         budget_numbers = self._budget_numbers(request, conv.model, rules)
@@ -106,7 +108,7 @@ class RecoveryPipeline:
         if plan.reject is not None:
             reason = rules.templates.blocked.format(reason=plan.reject)
             return Rewrite(reject=reason, session=key, arm=arm, **counts)
-        if not plan.appends and not plan.summary:
+        if not plan.appends and not plan.summary and not plan.ledger:
             return Rewrite(session=key, arm=arm, **counts)
         body = serialise(wire.splice(request.payload, plan, rules.placement))
         if might_hold_long_integers(body, request.body):  # see `exact_numbers`
@@ -215,7 +217,7 @@ def serialise(payload: dict[str, Any]) -> bytes:
 def added_tokens(plan: Plan, model: str) -> int:
     """Estimated tokens of the texts a plan adds to the request (counts the tracker has
     mostly cached already: each text is rendered once and re-applied as is)."""
-    texts = [*plan.appends.values(), plan.summary]
+    texts = [*plan.appends.values(), plan.summary, plan.ledger]
     return sum(tokens.count(text, model) for text in texts)
 
 

@@ -107,7 +107,11 @@ def remember_thread(
 
 
 def frozen_summary(
-    state: SessionState, visible: set[str], rules: Rules, count: Callable[[str], int]
+    state: SessionState,
+    visible: set[str],
+    rules: Rules,
+    count: Callable[[str], int],
+    template: str | None = None,
 ) -> str:
     """The summary of every distinct failure the model can no longer see, within the record
     and token caps. Only to make room are older failures of one (tool, category) dropped
@@ -120,11 +124,20 @@ def frozen_summary(
             distinct[key] = record
     chosen = make_room(list(distinct.values()), rules.thresholds.summary_records)
     while chosen:
-        text = render.summary(rules, chosen)
+        text = render.summary(rules, chosen, template)
         if count(text) <= rules.thresholds.summary_tokens:
             return text
         chosen = chosen[1:]
     return ""
+
+
+def ledger(state: SessionState, rules: Rules, count: Callable[[str], int]) -> str:
+    """Every distinct failure of the session, for the instructions of a request that asks the
+    provider to compact (its summariser then keeps them); "" without failures or when the
+    rules turn steering off. Within the same caps as the summary."""
+    if not rules.steer_provider or not state.records:
+        return ""
+    return frozen_summary(state, set(), rules, count, rules.templates.ledger)
 
 
 def make_room(records: list[FailureRecord], cap: int) -> list[FailureRecord]:

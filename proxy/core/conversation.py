@@ -194,6 +194,7 @@ class Conversation:
     # drops those, so the model no longer sees them whatever the client resends.
     boundary: str = ""
     boundary_results: int = 0
+    compacting: bool = False  # the request asks the provider to compact (WireFormat.compacting)
 
     def compacted_here(self, identity: str) -> None:
         """A provider compaction block or item (`identity`: its signature or content) sits

@@ -49,6 +49,10 @@ class Plan:
     compaction: list[str] = field(default_factory=list)  # signals, when one was detected
 
     fresh: int = 0  # texts rendered for the first time in this request (the rest re-applied)
+    # The failure ledger for the provider's compaction instructions (issue 25), and the
+    # prompt that stands in for the provider's default where instructions replace it.
+    ledger: str = ""
+    ledger_default: str = ""
 
     @property
     def injected(self) -> int:

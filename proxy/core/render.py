@@ -101,8 +101,9 @@ def quoted(text: str) -> str:
     return orjson.dumps(text).decode()
 
 
-def summary(rules: Rules, records: list[FailureRecord]) -> str:
-    """The post-compaction summary: every tool-supplied part quoted as data."""
+def summary(rules: Rules, records: list[FailureRecord], template: str | None = None) -> str:
+    """The post-compaction summary (or another `template` with `{items}`, the ledger): every
+    tool-supplied part quoted as data."""
     t = rules.templates
     items = "\n".join(
         t.summary_item.format(
@@ -113,4 +114,4 @@ def summary(rules: Rules, records: list[FailureRecord]) -> str:
         )
         for r in records
     )
-    return t.summary.format(items=items)
+    return (template or t.summary).format(items=items)

@@ -27,6 +27,7 @@ from recovery_proxy.core.compaction import (
     frozen_summary,
     has_marker,
     is_cleared,
+    ledger,
     remember_thread,
     visible_failures,
 )
@@ -148,6 +149,9 @@ def observe(
     if state.loop.reject and plan.reject is None:
         plan.reject = state.loop.reject
     plan.summary = state.summary
+    if conv.compacting:
+        plan.ledger = ledger(state, rules, budget.count)
+        plan.ledger_default = rules.provider_instructions
     remember_thread(state, conv, visible, marker)
     if new or signals or not state.updated:  # a first sight is dated too (it was 1970);
         state.updated = now  # an unchanged state is not written again (stores compare bytes)

@@ -141,6 +141,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     markers: list[Matcher] = []
     categories: list[Category] = []
     cleared: list[str] = []
+    steer_provider, provider_instructions = True, ""
     templates: dict[str, str] = {}
     for name, rule_file in files.items():
         d = rule_file.detection
@@ -150,6 +151,10 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         key_line += _matchers(d.key_line, name)
         markers += _matchers(rule_file.compaction.markers, name)
         cleared += rule_file.compaction.cleared
+        if rule_file.compaction.steer_provider is not None:
+            steer_provider = rule_file.compaction.steer_provider
+        if rule_file.compaction.provider_instructions is not None:
+            provider_instructions = rule_file.compaction.provider_instructions
         for key in rule_file.templates:
             if key not in TEMPLATE_NAMES:
                 raise RulesError(
@@ -206,6 +211,8 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         markers=tuple(markers),
         cleared=tuple(cleared),
         sessions=_merge_dicts((f for _, f in each("sessions")), Sessions),
+        steer_provider=steer_provider,
+        provider_instructions=provider_instructions,
         files=files,
         unwrap_set=_pattern_set(unwrap, "detection.unwrap"),
         not_error_set=_pattern_set(not_error, "detection.not_error"),

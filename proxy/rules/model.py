@@ -112,6 +112,7 @@ class Templates:
     systemic: str
     summary: str
     summary_item: str
+    ledger: str
     blocked: str
     notice: str
 
@@ -136,6 +137,9 @@ class Rules:
     markers: tuple[Matcher, ...]
     cleared: tuple[str, ...]
     sessions: Sessions
+    # Steer the provider's own summariser (issue 25): the ledger in compaction instructions.
+    steer_provider: bool = True
+    provider_instructions: str = ""
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
     # The same patterns as one-pass sets (proxy/core/classify.py); built by `rules_load.build`.
     unwrap_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)

@@ -106,6 +106,16 @@ class Thresholds(Strict):
 class Compaction(Strict):
     markers: list[PatternRule] = []
     cleared: list[str] = Field([], description="texts that replace a cleared tool output")
+    steer_provider: bool | None = Field(
+        None,
+        description="add the session's failure ledger to the instructions of requests that "
+        "ask the provider to compact (on unless a rule file says false)",
+    )
+    provider_instructions: str | None = Field(
+        None,
+        description="the summarisation prompt sent when a request's own instructions would "
+        "replace the provider's default and it set none (Anthropic on-demand `summarize`)",
+    )
 
 
 class Sessions(Strict):
@@ -149,6 +159,7 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
         "systemic": "operation error category operations names",
         "summary": "items",
         "summary_item": "category operation error turn",
+        "ledger": "items",
         "blocked": "reason",
         "notice": "notices",
     }.items()

@@ -21,6 +21,10 @@ from recovery_proxy.rules.model import Placement
 from recovery_proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
 
 BILLING_LINE = "x-anthropic-billing-header:"
+# context_management edits that compact and take `instructions` ("additional instructions
+# for summarization", anthropic 2.13 BetaCompact20260112EditParam); other edit types, known
+# (clear_tool_uses_*, clear_thinking_*) or future, are never touched.
+COMPACT_EDITS = frozenset({"compact_20260112"})
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error"}
 ERROR_TYPES |= {409: "invalid_request_error"}
 ERROR_TYPES |= {413: "request_too_large", 502: "api_error", 504: "timeout_error"}
@@ -160,7 +164,54 @@ def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[st
     out = {**payload, "messages": messages}
     if plan.summary:
         out["system"] = _with_summary(payload.get("system"), plan.summary)
+    if plan.ledger:
+        _steer(out, plan.ledger, plan.ledger_default)
     return out
+
+
+def _edits(payload: Mapping[str, Any]) -> list[Any]:
+    management = payload.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    return edits if isinstance(edits, list) else []
+
+
+def _on_demand(payload: Mapping[str, Any]) -> bool:
+    compaction = payload.get("compaction")
+    return isinstance(compaction, dict) and compaction.get("type") == "summarize"
+
+
+def compacting(payload: dict[str, Any], path: str, tokens: int) -> bool:
+    """An on-demand compaction (`compaction: {"type": "summarize"}`, beta compact-2026-09-04)
+    or a compaction edit the provider runs when its trigger is reached (compact_20260112)."""
+    edits = _edits(payload)
+    return _on_demand(payload) or any(
+        isinstance(e, dict) and e.get("type") in COMPACT_EDITS for e in edits
+    )
+
+
+def _joined(instructions: Any, ledger: str) -> str:
+    if isinstance(instructions, str) and instructions.strip():
+        return instructions + "\n\n" + ledger
+    return ledger
+
+
+def _steer(out: dict[str, Any], ledger: str, default: str) -> None:
+    """The ledger after the client's compaction instructions. On-demand `instructions`
+    replace the provider's prompt, so without the client's own, `default` stands in."""
+    if _on_demand(out):
+        compaction = out["compaction"]
+        own = compaction.get("instructions")
+        base = own if isinstance(own, str) and own.strip() else default
+        out["compaction"] = {**compaction, "instructions": _joined(base, ledger)}
+    edits = _edits(out)
+    if any(isinstance(e, dict) and e.get("type") in COMPACT_EDITS for e in edits):
+        steered = [
+            {**e, "instructions": _joined(e.get("instructions"), ledger)}
+            if isinstance(e, dict) and e.get("type") in COMPACT_EDITS
+            else e
+            for e in edits
+        ]
+        out["context_management"] = {**out["context_management"], "edits": steered}
 
 
 def _with_summary(system: Any, summary: str) -> Any:
@@ -222,4 +273,5 @@ FORMAT = WireFormat(
     session_hint=session_hint,
     passthrough_prefixes=("/v1/messages/",),
     marker_headers=("anthropic-version",),
+    compacting=compacting,
 )

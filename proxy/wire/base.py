@@ -25,6 +25,11 @@ def exact_paths_only(path: str) -> bool:
     return False
 
 
+def never_compacting(payload: Payload, path: str, tokens: int) -> bool:
+    """Formats whose API has no provider-side compaction."""
+    return False
+
+
 def no_session_hint(headers: Headers, payload: Payload) -> str | None:
     """Formats without a session convention of their own."""
     return None
@@ -84,6 +89,9 @@ class WireFormat:
     # The model a route path names, for APIs whose body does not (Gemini); its context window
     # sets the token budget.
     path_model: Callable[[str], str] | None = None
+    # Whether a request (body, route path, estimated prompt tokens) asks the provider to
+    # compact: its splice then adds `Plan.ledger` to the compaction instructions.
+    compacting: Callable[[Payload, str, int], bool] = never_compacting
 
     def upstream_path(self, path: str) -> str:
         """The path to send upstream for a route path: `/v1/responses` -> `/responses`."""

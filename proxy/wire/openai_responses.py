@@ -231,13 +231,33 @@ def splice(payload: dict[str, Any], plan: Plan, placement: Placement) -> dict[st
     elif plan.appends:
         items = _insert_after_batches(items, plan.appends, placement.message_role)
     out = {**payload, "input": items}
-    if plan.summary:
-        instructions = payload.get("instructions")
-        if isinstance(instructions, str) and instructions:
-            out["instructions"] = instructions + "\n\n" + plan.summary
-        else:
-            out["instructions"] = plan.summary
+    for text in (plan.summary, plan.ledger):
+        if text:
+            instructions = out.get("instructions")
+            if isinstance(instructions, str) and instructions:
+                out["instructions"] = instructions + "\n\n" + text
+            else:
+                out["instructions"] = text
     return out
+
+
+COMPACT_PATH = "/v1/responses/compact"
+
+
+def compacting(payload: dict[str, Any], path: str, tokens: int) -> bool:
+    """`POST /v1/responses/compact`, or a `context_management` compaction entry whose
+    `compact_threshold` this request's estimated prompt reaches (the provider compacts in
+    this response). The Responses API has no summarisation prompt of its own to extend:
+    the ledger goes into `instructions`, which its compaction pass reads."""
+    if path == COMPACT_PATH:
+        return True
+    entries = payload.get("context_management")
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and entry.get("type") == "compaction":
+            threshold = entry.get("compact_threshold")
+            if isinstance(threshold, int) and tokens >= threshold:
+                return True
+    return False
 
 
 def count_tokens(payload: dict[str, Any], model: str) -> int:
@@ -247,7 +267,7 @@ def count_tokens(payload: dict[str, Any], model: str) -> int:
 
 FORMAT = WireFormat(
     name="openai_responses",
-    paths=("/v1/responses",),
+    paths=("/v1/responses", COMPACT_PATH),
     upstream="upstream",
     upstream_prefix="/v1",
     parse=parse,
@@ -255,4 +275,5 @@ FORMAT = WireFormat(
     error_body=error_body,
     stream_error=responses_stream_error,
     count_tokens=count_tokens,
+    compacting=compacting,
 )

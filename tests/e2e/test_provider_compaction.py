@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.conftest import ANTHROPIC_UPSTREAM, UPSTREAM
+from tests.conftest import ANTHROPIC_UPSTREAM, UPSTREAM, local_rules, make_settings, proxy_client
 from tests.upstream import upstream_mock
 
 SUMMARY_HEAD = "## Recent failures (from earlier in this session)"
@@ -181,6 +181,7 @@ class Codex:
         self.headers = {"Authorization": "Bearer sk-tenant", "session-id": "codex-compact"}
         self.input: list[dict[str, Any]] = [user("Fix the port.")]
         self.forwarded: list[dict[str, Any]] = []
+        self.threshold = 200_000
 
     def add_call(self, name: str, arguments: dict[str, Any], output: str) -> None:
         call_id = f"call_{next(_ids):024d}"
@@ -196,7 +197,7 @@ class Codex:
 
     async def send(self) -> httpx.Response:
         body = {"model": "gpt-5.1-codex", "instructions": SYSTEM, "input": self.input}
-        body["context_management"] = [{"type": "compaction", "compact_threshold": 200000}]
+        body["context_management"] = [{"type": "compaction", "compact_threshold": self.threshold}]
         with upstream_mock() as mock:
             route = mock.post(f"{UPSTREAM}/responses").respond(200, json={"output": []})
             response = await self.client.post(
@@ -267,3 +268,111 @@ async def test_gemini_partial_function_responses_are_not_judged(client) -> None:
     answered = sent["contents"][-1]["parts"][0]["functionResponse"]
     assert "[Error Recovery Context]" in answered["response"]["error"]
     assert answered["parts"] == parts
+
+
+# Steering the provider's summariser: the ledger in the compaction instructions.
+
+LEDGER_HEAD = "Keep these tool failures from this session in the summary"
+
+
+async def failed_once(claude: Claude) -> None:
+    claude.add_call("read_file", {"path": "src/config.ts"}, ENOENT, True)
+    await claude.send()
+
+
+async def test_compact_edit_instructions_gain_the_ledger_after_the_clients(client) -> None:
+    claude = Claude(client, session="steer-edit")
+    clear = {"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}
+    compact = {
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": 50000},
+        "pause_after_compaction": True,
+        "instructions": "Keep the file paths.",
+    }
+    claude.extra = {"context_management": {"edits": [clear, compact]}}
+    await failed_once(claude)
+    edits = claude.forwarded[-1]["context_management"]["edits"]
+    assert edits[0] == clear  # other edits untouched
+    steered = edits[1]
+    assert {k: v for k, v in steered.items() if k != "instructions"} == {
+        k: v for k, v in compact.items() if k != "instructions"
+    }
+    own, _, ledger = steered["instructions"].partition("\n\n")
+    assert own == "Keep the file paths."
+    assert ledger.startswith(LEDGER_HEAD)
+    assert 'read_file(\\"src/config.ts\\")' in orjson.dumps(ledger).decode()
+    assert "ENOENT" in ledger
+
+
+async def test_compact_edit_without_instructions_keeps_the_providers_prompt(client) -> None:
+    """compact_20260112 `instructions` are "additional instructions for summarization": the
+    provider's own prompt stays; the ledger is all the proxy adds."""
+    claude = Claude(client, session="steer-bare")
+    await failed_once(claude)
+    steered = claude.forwarded[-1]["context_management"]["edits"][0]
+    assert steered["instructions"].startswith(LEDGER_HEAD)
+
+
+async def test_on_demand_summarize_gets_default_prompt_then_ledger(client) -> None:
+    """`compaction.instructions` replace the provider's prompt: without the client's own, the
+    rules' `provider_instructions` stand in for it."""
+    claude = Claude(client, session="steer-on-demand")
+    claude.extra = {}
+    await failed_once(claude)
+    claude.extra = {"compaction": {"type": "summarize"}}
+    await claude.send()
+    instructions = claude.forwarded[-1]["compaction"]["instructions"]
+    assert instructions.startswith("Write a summary of the conversation so far")
+    assert LEDGER_HEAD in instructions and "ENOENT" in instructions
+    claude.extra = {"compaction": {"type": "summarize", "instructions": "Be brief."}}
+    await claude.send()
+    assert claude.forwarded[-1]["compaction"]["instructions"].startswith(
+        "Be brief.\n\n" + LEDGER_HEAD
+    )
+
+
+async def test_a_compaction_request_without_failures_goes_byte_for_byte(client) -> None:
+    claude = Claude(client, session="steer-nothing")
+    claude.add_call("list_dir", {"path": "src"}, "index.ts", False)
+    claude.extra = {"compaction": {"type": "summarize"}}
+    response = await claude.send()
+    assert response.headers["x-recovery-proxy-injected"] == "0"
+    assert claude.forwarded[-1]["compaction"] == {"type": "summarize"}
+
+
+async def test_steering_is_a_rule_setting(tmp_path) -> None:
+    rules = local_rules(tmp_path, {"steer_provider: true": "steer_provider: false"})
+    async with proxy_client(make_settings(rules=str(rules))) as c:
+        claude = Claude(c, session="steer-off")
+        await failed_once(claude)
+        assert "instructions" not in claude.forwarded[-1]["context_management"]["edits"][0]
+
+
+async def test_responses_compact_endpoint_carries_the_ledger(client) -> None:
+    headers = {"Authorization": "Bearer sk-tenant", "session-id": "codex-compact-endpoint"}
+    codex = Codex(client)
+    codex.headers = headers
+    codex.add_call("shell", {"command": "npm test"}, "Error: Cannot find module 'jest'")
+    await codex.send()
+    body = {"model": "gpt-5.1-codex", "instructions": SYSTEM, "input": codex.input}
+    with upstream_mock() as mock:
+        route = mock.post(f"{UPSTREAM}/responses/compact").respond(
+            200, json={"object": "response.compaction", "output": []}
+        )
+        await client.post("/v1/responses/compact", content=orjson.dumps(body), headers=headers)
+    sent = orjson.loads(route.calls.last.request.content)
+    assert sent["instructions"].startswith(SYSTEM + "\n\n" + LEDGER_HEAD)
+    assert "npm test" in sent["instructions"]
+    assert sent["input"] == orjson.loads(orjson.dumps(codex.forwarded[-1]["input"]))
+
+
+async def test_responses_threshold_compaction_gets_the_ledger_once_reached(client) -> None:
+    codex = Codex(client)
+    codex.headers = {"Authorization": "Bearer sk-tenant", "session-id": "codex-threshold"}
+    codex.add_call("shell", {"command": "npm test"}, "Error: Cannot find module 'jest'")
+    await codex.send()  # threshold 200,000: far away
+    assert LEDGER_HEAD not in codex.forwarded[-1]["instructions"]
+    codex.add_call("shell", {"command": "cat big.log"}, "x" * 40_000)  # ~10,000 tokens
+    codex.threshold = 5_000
+    await codex.send()
+    assert LEDGER_HEAD in codex.forwarded[-1]["instructions"]
