@@ -126,6 +126,12 @@ class Settings(BaseSettings):
         None, description="rules directory on top of --rules (same id replaces)"
     )
     models: Path | None = Field(None, description="LiteLLM model_list YAML: models via litellm")
+    prices: Path | None = Field(
+        None, description="YAML of model prices (USD per 1M tokens) for the cost of loops"
+    )
+    read_responses: bool = Field(
+        True, description="read relayed responses, after their last byte, for calls and usage"
+    )
     store: Annotated[StoreSpec, NoDecode] = Field(  # NoDecode: the variable is no JSON
         "memory", validate_default=True, description="memory | sqlite:PATH | redis://HOST:PORT/DB"
     )

@@ -55,6 +55,26 @@ class Metrics:
             registry=r,
         )
 
+        # The response side (issue 25): replies read off the critical path, usage, cost.
+        self.reply_failures = Counter(
+            "recovery_proxy_reply_read_failures",
+            "Relayed responses that could not be read (the relay is never affected)",
+            registry=r,
+        )
+        self.usage_tokens = Counter(
+            "recovery_proxy_usage_tokens",
+            "Tokens providers reported (input, cached, output) and tokens the proxy added "
+            "(added), by A/B arm and whether the request was inside a failure streak",
+            ["kind", "arm", "streak"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "recovery_proxy_cost_usd",
+            "Estimated provider cost of responses with a known price, in USD",
+            ["arm", "streak"],
+            registry=r,
+        )
+
     def set_rules_version(self, version: str) -> None:
         """Expose the active rules content hash as a label."""
         self.rules_info.clear()

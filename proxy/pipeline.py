@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -17,10 +18,13 @@ from recovery_proxy.config import Settings
 from recovery_proxy.core.classify import Verdict
 from recovery_proxy.core.conversation import Conversation
 from recovery_proxy.core.plan import Budget, Plan
+from recovery_proxy.core.reply import Reply
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
+from recovery_proxy.core.usage import learn
 from recovery_proxy.experiment.arms import arm_of
 from recovery_proxy.metrics import Metrics
+from recovery_proxy.prices import Prices
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite
 from recovery_proxy.rules.model import Rules
 from recovery_proxy.rules.watch import RulesHolder
@@ -40,6 +44,8 @@ log = logging.getLogger("recovery_proxy")
 # Bodies above this run the tracker off the event loop (a thread hop costs ~0.25 ms; judging
 # thousands of results in a huge body costs far more, and would stall every other request).
 HEAVY_BYTES = 1024 * 1024
+# A request waits at most this long for its session's previous reply to be stored.
+LEARN_WAIT = 0.5
 
 
 class TrackerError(Exception):
@@ -64,6 +70,21 @@ class RecoveryPipeline:
         self.webhooks = webhooks
         self.store_down = False
         self.continuity = Continuity(store)
+        self.prices = Prices(settings.prices)
+        self.prices_loaded: asyncio.Future[Any] | None = None
+        self.learning: dict[str, asyncio.Task[None]] = {}  # session key -> its reply being stored
+        self._load_prices()
+
+    def _load_prices(self) -> asyncio.Future[Any] | None:
+        """Read the price table on a worker thread (litellm's map is a 1.5 MB file), once,
+        as soon as an event loop runs: the first reply should not wait for it."""
+        if self.prices_loaded is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return None
+            self.prices_loaded = loop.run_in_executor(None, self.prices.load)
+        return self.prices_loaded
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
         rules = self.rules.current
@@ -90,6 +111,9 @@ class RecoveryPipeline:
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
+        learning = self.learning.get(key)
+        if learning is not None:  # the previous answer's calls first (they name this turn's)
+            await asyncio.wait([learning], timeout=LEARN_WAIT)
         plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
         counts = {
             "results": len(conv.results),
@@ -97,6 +121,8 @@ class RecoveryPipeline:
             "rules": rules.version,
             "name": name,
             "categories": tuple(plan.new_failures),
+            "streak": plan.streak,
+            "model": conv.model,
         }
         if control:  # A/B control arm: tracked like treatment, forwarded untouched
             self._count(plan, control=True)
@@ -117,6 +143,40 @@ class RecoveryPipeline:
         reapplied = plan.injected - fresh
         added = added_tokens(plan, conv.model)
         return Rewrite(body, fresh, reapplied, session=key, arm=arm, tokens=added, **counts)
+
+    def learn(self, rewrite: Rewrite, reply: Reply) -> None:
+        """A relayed response was read (after its last byte went out): store its calls and
+        usage in the session, in the background; count usage and cost in the metrics."""
+        if not rewrite.session:
+            return
+        key = rewrite.session
+        task = asyncio.ensure_future(self._learn(rewrite, reply))
+        self.learning[key] = task
+        task.add_done_callback(lambda done: self._learned(key, done))
+
+    def _learned(self, key: str, task: asyncio.Task[None]) -> None:
+        if self.learning.get(key) is task:
+            del self.learning[key]
+
+    async def _learn(self, rewrite: Rewrite, reply: Reply) -> None:
+        try:
+            if self.prices.table is None:
+                await asyncio.shield(self._load_prices() or asyncio.to_thread(self.prices.load))
+            price = self.prices.find(reply.model or rewrite.model) if reply.usage else None
+            cost = price.cost(reply.input, reply.cached, reply.output) if price else None
+            streak = rewrite.streak
+            arm, label = rewrite.arm or "none", "yes" if streak else "no"
+            for kind in ("input", "cached", "output"):
+                self.metrics.usage_tokens.labels(kind, arm, label).inc(getattr(reply, kind))
+            self.metrics.usage_tokens.labels("added", arm, label).inc(rewrite.tokens)
+            if cost is not None:
+                self.metrics.cost.labels(arm, label).inc(cost)
+            await self.store.update(
+                rewrite.session, lambda state: learn(state, reply, streak, rewrite.tokens, cost)
+            )
+        except Exception as exc:  # the response side never affects the relay or a request
+            self.metrics.reply_failures.inc()
+            log.debug("reply not stored: %s: %s", type(exc).__name__, exc)
 
     async def _session(
         self, request: ChatRequest, conv: Conversation, rules: Rules, now: float

@@ -42,6 +42,8 @@ class Rewrite:
     name: str = ""  # the session's display name (`session.keys.display_name`)
     tokens: int = 0  # estimated tokens of the texts the forwarded body carries (new, re-applied)
     categories: tuple[str, ...] = ()  # categories of the failures judged for the first time
+    streak: bool = False  # the latest tool result failed: the answer is spent inside a streak
+    model: str = ""  # the model the request names (prices its answer)
 
 
 UNCHANGED = Rewrite()

@@ -15,7 +15,7 @@ PACKAGE = Path(recovery_proxy.__file__).parent
 
 # Bottom to top. A module may import its own layer and the ones below, never one above.
 LAYERS: list[set[str]] = [
-    {"config", "metrics", "logs", "tokens", "webhooks"},
+    {"config", "metrics", "logs", "tokens", "webhooks", "prices"},
     {"rules"},
     {"core"},
     {"wire", "store", "experiment"},

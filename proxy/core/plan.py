@@ -53,6 +53,7 @@ class Plan:
     # prompt that stands in for the provider's default where instructions replace it.
     ledger: str = ""
     ledger_default: str = ""
+    streak: bool = False  # the session is inside a failure streak after this request
 
     @property
     def injected(self) -> int:

@@ -149,6 +149,7 @@ def observe(
     if state.loop.reject and plan.reject is None:
         plan.reject = state.loop.reject
     plan.summary = state.summary
+    plan.streak = state.consecutive_failures > 0
     if conv.compacting:
         plan.ledger = ledger(state, rules, budget.count)
         plan.ledger_default = rules.provider_instructions

@@ -22,6 +22,7 @@ from recovery_proxy.config import Settings
 from recovery_proxy.logs import log_request
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import Parts, build_pipeline, open_parts
+from recovery_proxy.prices import check_file as check_prices
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter, fail_open
 from recovery_proxy.rules.model import Rules
 from recovery_proxy.server.asgi import (
@@ -43,11 +44,12 @@ from recovery_proxy.server.asgi import (
 from recovery_proxy.server.control_plane import control_app
 from recovery_proxy.server.litellm_upstream import LitellmUpstream
 from recovery_proxy.server.state import ProxyState
+from recovery_proxy.server.tap import ResponseTap
 from recovery_proxy.server.tracing import Tracing, start_tracing
 from recovery_proxy.server.upstream import HttpUpstream, Outgoing, Upstream, upstream_headers
 from recovery_proxy.session import path as session_path
 from recovery_proxy.wire import FORMATS, WireFormat, for_passthrough
-from recovery_proxy.wire.base import exact_paths_only
+from recovery_proxy.wire.base import exact_paths_only, no_reply
 
 log = logging.getLogger("recovery_proxy")
 
@@ -72,6 +74,7 @@ class RecoveryProxy:
         self.upstream: Upstream | None = None
         self.tracing: Tracing | None = None  # spans, when the OTEL_* variables ask for them
         self.litellm = LitellmUpstream.from_settings(settings, self.metrics)  # a bad --models
+        check_prices(settings.prices)  # a bad --prices file: one line at start-up
         self.routes = {path: wire for wire in FORMATS for path in wire.paths}
         self.matched = [wire for wire in FORMATS if wire.path_match is not exact_paths_only]
         other = (p for w in FORMATS for p in w.passthrough_prefixes if not p.startswith("/v1/"))
@@ -211,11 +214,22 @@ class RecoveryProxy:
         outgoing = Outgoing(
             "POST", url, forward_headers, out, wire, started, extra, payload, route=wire.name
         )
+        outgoing.tap = self._tap(wire, rewrite)
         try:
             await self._exchange(receive, send, upstream, outgoing)
         finally:  # after the answer: a span never delays one
             if self.tracing is not None:
                 self.tracing.record(raw_headers, wire.name, rewrite, started, outgoing.overhead)
+
+    def _tap(self, wire: WireFormat, rewrite: Rewrite) -> ResponseTap | None:
+        """A tap reading the answer for the rewriter's `learn` (the recovery pipeline has one),
+        for a request that has a session and a format whose responses can be read."""
+        learn = getattr(self.rewriter, "learn", None)
+        if learn is None or not rewrite.session or wire.read_reply is no_reply:
+            return None
+        if not self.settings.read_responses:
+            return None
+        return ResponseTap(wire.read_reply, lambda reply: learn(rewrite, reply), self.metrics)
 
     async def _read(
         self, receive: Receive, raw_headers: list[tuple[bytes, bytes]]

@@ -26,6 +26,7 @@ from yarl import URL
 from recovery_proxy.config import Settings
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.server.asgi import Refusal, Send, send_error
+from recovery_proxy.server.tap import ResponseTap
 from recovery_proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")
@@ -69,6 +70,7 @@ class Outgoing:
     payload: Mapping[str, Any] | None = None  # the body as parsed, when it was (else re-read)
     route: str = "passthrough"  # the overhead histogram's label: the wire format, or passthrough
     overhead: float | None = None  # seconds from arrival to forwarding, once forwarded
+    tap: ResponseTap | None = None  # reads the response after it went out (issue 25)
 
     def forwarding(self, metrics: Metrics) -> float:
         """The proxy's own time, arrival to now (about to go upstream): kept in `overhead`
@@ -185,10 +187,13 @@ class HttpUpstream:
             await send(
                 {"type": "http.response.start", "status": response.status, "headers": headers_out}
             )
-            sse = response.content_type == "text/event-stream" and not response.headers.get(
-                "content-encoding"
-            )
-            await self._body(send, response, sse, wire)
+            encoding = response.headers.get("content-encoding", "")
+            sse = response.content_type == "text/event-stream" and not encoding
+            tap = outgoing.tap
+            if tap is not None:
+                tap.start(response.status, response.content_type, encoding)
+            if await self._body(send, response, sse, wire, tap) and tap is not None:
+                tap.finish()
         finally:
             if response.content.at_eof():
                 response.release()
@@ -196,10 +201,16 @@ class HttpUpstream:
                 response.close()  # not read to the end: the connection cannot be reused
 
     async def _body(
-        self, send: Send, response: aiohttp.ClientResponse, sse: bool, wire: WireFormat
-    ) -> None:
+        self,
+        send: Send,
+        response: aiohttp.ClientResponse,
+        sse: bool,
+        wire: WireFormat,
+        tap: ResponseTap | None = None,
+    ) -> bool:
         """Relay raw chunks as they arrive; a stalled or broken stream ends the body (with an
-        SSE error event for event streams)."""
+        SSE error event for event streams). `tap` sees each chunk after it went out. True
+        when the whole body was relayed."""
         content = response.content
         try:
             while True:
@@ -209,8 +220,10 @@ class HttpUpstream:
                     break
                 last = content.at_eof()
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+                if tap is not None:
+                    tap.feed(chunk)
                 if last:
-                    return
+                    return True
         except (TimeoutError, aiohttp.ClientError) as exc:
             kind = "timeout" if isinstance(exc, TimeoutError) else "broken"
             self.metrics.upstream_errors.labels(f"stream_{kind}").inc()
@@ -221,4 +234,7 @@ class HttpUpstream:
                     message = f"Upstream stream broken: {type(exc).__name__}"
                 event = wire.stream_error(message, f"stream_{kind}")
                 await send({"type": "http.response.body", "body": event, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return False
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return True

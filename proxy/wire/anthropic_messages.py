@@ -17,8 +17,18 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.reply import Reply, ReplyCall
 from recovery_proxy.rules.model import Placement
-from recovery_proxy.wire.base import CallQueue, WireFormat, splice_parts, text_tokens
+from recovery_proxy.wire.base import (
+    CallQueue,
+    WireFormat,
+    count,
+    json_reply,
+    listed,
+    splice_parts,
+    sse_data,
+    text_tokens,
+)
 
 BILLING_LINE = "x-anthropic-billing-header:"
 # context_management edits that compact and take `instructions` ("additional instructions
@@ -260,6 +270,78 @@ def count_tokens(payload: dict[str, Any], model: str) -> int:
     return text_tokens(payload, ("system", "messages"), model)
 
 
+def _message_reply(reply: Reply, message: Any) -> None:
+    """Calls, usage, stop reason and cleared tool uses of a `message` object."""
+    if not isinstance(message, dict):
+        return
+    for block in listed(message, "content"):
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            arguments = orjson.dumps(block.get("input", {})).decode()
+            reply.calls.append(
+                ReplyCall(str(block.get("id", "")), str(block.get("name", "")), arguments)
+            )
+    _usage(reply, message.get("usage"))
+    reply.stop_reason = str(message.get("stop_reason") or reply.stop_reason)
+    reply.model = str(message.get("model") or reply.model)
+    _cleared(reply, message.get("context_management"))
+
+
+def _usage(reply: Reply, usage: Any) -> None:
+    """Anthropic counts cache reads and writes apart from `input_tokens`: all are input.
+    A stream's `message_delta` usage is cumulative: it replaces what `message_start` said."""
+    if not isinstance(usage, dict):
+        return
+    parts = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    if any(key in usage for key in parts):
+        reply.input = sum(count(usage, key) for key in parts)
+        reply.cached = count(usage, "cache_read_input_tokens")
+    if "output_tokens" in usage:
+        reply.output = count(usage, "output_tokens")
+    reply.usage = True
+
+
+def _cleared(reply: Reply, management: Any) -> None:
+    """`context_management.applied_edits`: tool uses the provider cleared for this turn."""
+    edits = management.get("applied_edits") if isinstance(management, dict) else None
+    for edit in edits if isinstance(edits, list) else ():
+        reply.cleared += count(edit, "cleared_tool_uses")
+
+
+def read_reply(body: bytes, sse: bool) -> Reply | None:
+    """A Messages response (JSON, or the `message_start` ... `message_stop` stream)."""
+    reply = Reply()
+    if not sse:
+        _message_reply(reply, json_reply(body))
+        return reply
+    inputs: dict[int, list[str]] = {}
+    blocks: dict[int, dict[str, Any]] = {}
+    for _, event in sse_data(body):
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type")
+        if kind == "message_start":
+            _message_reply(reply, event.get("message"))
+        elif kind == "content_block_start":
+            block = event.get("content_block")
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                blocks[count(event, "index")] = block
+        elif kind == "content_block_delta":
+            delta = event.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("partial_json"), str):
+                inputs.setdefault(count(event, "index"), []).append(delta["partial_json"])
+        elif kind == "message_delta":
+            delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+            reply.stop_reason = str(delta.get("stop_reason") or reply.stop_reason)
+            _usage(reply, event.get("usage"))
+            _cleared(reply, event.get("context_management"))
+    for index, block in sorted(blocks.items()):
+        arguments = "".join(inputs.get(index, ())) or orjson.dumps(block.get("input", {})).decode()
+        reply.calls.append(
+            ReplyCall(str(block.get("id", "")), str(block.get("name", "")), arguments)
+        )
+    return reply
+
+
 FORMAT = WireFormat(
     name="anthropic_messages",
     paths=("/v1/messages",),
@@ -274,4 +356,5 @@ FORMAT = WireFormat(
     passthrough_prefixes=("/v1/messages/",),
     marker_headers=("anthropic-version",),
     compacting=compacting,
+    read_reply=read_reply,
 )

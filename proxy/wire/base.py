@@ -11,9 +11,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from recovery_proxy import tokens
 from recovery_proxy.core.conversation import Conversation
 from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.reply import Reply
 from recovery_proxy.rules.model import Placement
 
 Payload = dict[str, Any]
@@ -28,6 +31,49 @@ def exact_paths_only(path: str) -> bool:
 def never_compacting(payload: Payload, path: str, tokens: int) -> bool:
     """Formats whose API has no provider-side compaction."""
     return False
+
+
+def no_reply(body: bytes, sse: bool) -> Reply | None:
+    """Formats whose responses are not read."""
+    return None
+
+
+def sse_data(body: bytes) -> Iterator[tuple[str, Any]]:
+    """(event name, parsed JSON data) of each server-sent event in `body`; events whose data
+    is not JSON (`[DONE]`, a comment, a truncated last event) are skipped."""
+    for frame in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        name, data = "", []
+        for line in frame.split(b"\n"):
+            if line.startswith(b"data:"):
+                data.append(line[5:].strip())
+            elif line.startswith(b"event:"):
+                name = line[6:].strip().decode("utf-8", "replace")
+        if not data:
+            continue
+        try:
+            yield name, orjson.loads(b"\n".join(data))
+        except orjson.JSONDecodeError:
+            continue
+
+
+def json_reply(body: bytes) -> Any:
+    """A JSON response body, or None."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def listed(node: Any, key: str) -> list[Any]:
+    """`node[key]` when it is a list, else []."""
+    value = node.get(key) if isinstance(node, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def count(node: Any, key: str) -> int:
+    """`node[key]` when it is a non-negative int, else 0 (usage fields)."""
+    value = node.get(key) if isinstance(node, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def no_session_hint(headers: Headers, payload: Payload) -> str | None:
@@ -92,6 +138,9 @@ class WireFormat:
     # Whether a request (body, route path, estimated prompt tokens) asks the provider to
     # compact: its splice then adds `Plan.ledger` to the compaction instructions.
     compacting: Callable[[Payload, str, int], bool] = never_compacting
+    # A relayed response (the bytes, whether they are an event stream) read into a Reply:
+    # calls, usage, stop reason. Called after the last byte went out; may raise (ignored).
+    read_reply: Callable[[bytes, bool], Reply | None] = no_reply
 
     def upstream_path(self, path: str) -> str:
         """The path to send upstream for a route path: `/v1/responses` -> `/responses`."""

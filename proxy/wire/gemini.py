@@ -24,8 +24,16 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest
 from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.reply import Reply, ReplyCall
 from recovery_proxy.rules.model import Placement
-from recovery_proxy.wire.base import WireFormat, splice_parts, text_tokens
+from recovery_proxy.wire.base import (
+    WireFormat,
+    count,
+    json_reply,
+    splice_parts,
+    sse_data,
+    text_tokens,
+)
 
 API_KEY_HEADER = "x-goog-api-key"
 PATH_PREFIXES = ("/v1beta/models/", "/v1/models/")
@@ -262,6 +270,52 @@ def with_query_key(headers: dict[str, str], query: bytes) -> dict[str, str]:
     return {**headers, API_KEY_HEADER: key} if key else headers
 
 
+def _chunk_reply(reply: Reply, chunk: Any) -> None:
+    """Function calls, usage and finish reason of one GenerateContentResponse (a stream's
+    chunks each carry their own calls; usage is cumulative: the last one counts)."""
+    if not isinstance(chunk, Mapping):
+        return
+    candidates = chunk.get("candidates")
+    for candidate in candidates[:1] if isinstance(candidates, list) else ():
+        if not isinstance(candidate, Mapping):
+            continue
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        for part in parts if isinstance(parts, list) else ():
+            call = _function_call(part) if isinstance(part, Mapping) else None
+            if call is not None:
+                arguments = orjson.dumps(call.get("args") or {}).decode()
+                reply.calls.append(
+                    ReplyCall(str(call.get("id") or ""), str(call.get("name", "")), arguments)
+                )
+        reason = _get(candidate, "finishReason", "finish_reason")[1]
+        reply.stop_reason = str(reason or reply.stop_reason)
+    usage = _get(chunk, "usageMetadata", "usage_metadata")[1]
+    if isinstance(usage, Mapping):
+        reply.input = count(usage, "promptTokenCount") or count(usage, "prompt_token_count")
+        reply.cached = count(usage, "cachedContentTokenCount") or count(
+            usage, "cached_content_token_count"
+        )
+        output = ("candidatesTokenCount", "thoughtsTokenCount")
+        reply.output = sum(count(usage, key) for key in output)
+        reply.usage = True
+    version = _get(chunk, "modelVersion", "model_version")[1]
+    reply.model = str(version or reply.model)
+
+
+def read_reply(body: bytes, sse: bool) -> Reply | None:
+    """A generateContent response, or a stream of them (`alt=sse`)."""
+    reply = Reply()
+    if sse:
+        for _, chunk in sse_data(body):
+            _chunk_reply(reply, chunk)
+    else:
+        data = json_reply(body)
+        for chunk in data if isinstance(data, list) else [data]:  # a JSON-array stream
+            _chunk_reply(reply, chunk)
+    return reply
+
+
 FORMAT = WireFormat(
     name="gemini",
     paths=(),
@@ -277,4 +331,5 @@ FORMAT = WireFormat(
     path_match=matches,
     scope_headers=with_query_key,
     path_model=model_of_path,
+    read_reply=read_reply,
 )

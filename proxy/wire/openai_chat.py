@@ -12,8 +12,9 @@ from typing import Any
 from recovery_proxy import tokens
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.reply import Reply, ReplyCall
 from recovery_proxy.rules.model import Placement
-from recovery_proxy.wire.base import CallQueue, WireFormat
+from recovery_proxy.wire.base import CallQueue, WireFormat, count, json_reply, sse_data
 from recovery_proxy.wire.openai_errors import chat_stream_error, error_body
 
 SMOL_PREFIX = "Call id: "
@@ -270,6 +271,49 @@ def count_tokens(payload: dict[str, Any], model: str) -> int:
     return tokens.count_messages(messages if isinstance(messages, list) else [], model)
 
 
+def _chat_usage(reply: Reply, usage: Any) -> None:
+    if isinstance(usage, dict):
+        details = usage.get("prompt_tokens_details")
+        reply.input = count(usage, "prompt_tokens")
+        reply.cached = count(details, "cached_tokens")
+        reply.output = count(usage, "completion_tokens")
+        reply.usage = True
+
+
+def read_reply(body: bytes, sse: bool) -> Reply | None:
+    """A chat completion (JSON), or its `chat.completion.chunk` stream: tool call deltas are
+    joined by index; usage arrives in the last chunk when the client asked for it."""
+    reply = Reply()
+    chunks = sse_data(body) if sse else [("", json_reply(body))]
+    parts: dict[int, dict[str, Any]] = {}
+    for _, chunk in chunks:
+        if not isinstance(chunk, dict):
+            continue
+        reply.model = str(chunk.get("model") or reply.model)
+        _chat_usage(reply, chunk.get("usage"))
+        choices = chunk.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            continue
+        reply.stop_reason = str(choice.get("finish_reason") or reply.stop_reason)
+        message = choice.get("delta" if sse else "message")
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for n, call in enumerate(calls if isinstance(calls, list) else ()):
+            if not isinstance(call, dict):
+                continue
+            part = parts.setdefault(count(call, "index") if sse else n, {"arguments": []})
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            part["id"] = part.get("id") or call.get("id") or ""
+            part["name"] = part.get("name") or function.get("name") or ""
+            if isinstance(function.get("arguments"), str):
+                part["arguments"].append(function["arguments"])
+    for _, part in sorted(parts.items()):
+        reply.calls.append(
+            ReplyCall(str(part["id"]), str(part["name"]), "".join(part["arguments"]))
+        )
+    return reply
+
+
 FORMAT = WireFormat(
     name="openai_chat",
     paths=("/v1/chat/completions",),
@@ -280,4 +324,5 @@ FORMAT = WireFormat(
     error_body=error_body,
     stream_error=chat_stream_error,
     count_tokens=count_tokens,
+    read_reply=read_reply,
 )

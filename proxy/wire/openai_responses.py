@@ -17,8 +17,9 @@ import orjson
 
 from recovery_proxy.core.conversation import Conversation, ToolCall, ToolResult, digest, text_of
 from recovery_proxy.core.plan import Plan
+from recovery_proxy.core.reply import Reply, ReplyCall
 from recovery_proxy.rules.model import Placement
-from recovery_proxy.wire.base import WireFormat, text_tokens
+from recovery_proxy.wire.base import WireFormat, count, json_reply, listed, sse_data, text_tokens
 from recovery_proxy.wire.openai_errors import error_body, responses_stream_error
 
 CALLS = frozenset(
@@ -265,6 +266,47 @@ def count_tokens(payload: dict[str, Any], model: str) -> int:
     return text_tokens(payload, ("instructions", "input"), model)
 
 
+def _response_reply(reply: Reply, response: Any) -> None:
+    """Calls (every call item kind, read as the request side reads them), usage and status
+    of a `response` object."""
+    if not isinstance(response, dict):
+        return
+    for item in listed(response, "output"):
+        if isinstance(item, dict) and item.get("type") in CALLS:
+            call = _tool_call(item)
+            arguments = call.raw_arguments
+            if not isinstance(arguments, str):
+                arguments = orjson.dumps(arguments).decode()
+            reply.calls.append(ReplyCall(call.id, call.name, arguments))
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        details = usage.get("input_tokens_details")
+        reply.add_usage(
+            count(usage, "input_tokens"),
+            count(details, "cached_tokens"),
+            count(usage, "output_tokens"),
+        )
+    reply.stop_reason = str(response.get("status") or "")
+    reply.model = str(response.get("model") or "")
+
+
+def read_reply(body: bytes, sse: bool) -> Reply | None:
+    """A Responses response: the JSON object, or the stream's final `response.completed`
+    (`.incomplete`, `.failed`) event, which carries the whole response."""
+    reply = Reply()
+    if not sse:
+        _response_reply(reply, json_reply(body))
+        return reply
+    for name, event in sse_data(body):
+        kind = name or (event.get("type") if isinstance(event, dict) else "")
+        if kind in FINAL_EVENTS and isinstance(event, dict):
+            _response_reply(reply, event.get("response"))
+    return reply
+
+
+FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
 FORMAT = WireFormat(
     name="openai_responses",
     paths=("/v1/responses", COMPACT_PATH),
@@ -276,4 +318,5 @@ FORMAT = WireFormat(
     stream_error=responses_stream_error,
     count_tokens=count_tokens,
     compacting=compacting,
+    read_reply=read_reply,
 )

@@ -89,3 +89,19 @@ def test_sessions_commands_refuse_a_store_file_that_does_not_exist(
             capsys.readouterr().err == f"recovery-proxy: no session store at {missing} (--store)\n"
         )
     assert not missing.parent.exists()
+
+
+def test_a_bad_price_file_is_one_line(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("gpt-4o: {input: 2.5}\n")
+    code, lines = serve("--prices", str(prices))
+    assert code == 2
+    assert lines == [
+        f"recovery-proxy: prices file {prices}: price of 'gpt-4o': needs input and output "
+        "(USD per 1M tokens)"
+    ]
+    code, lines = serve("--prices", str(tmp_path / "missing.yaml"))
+    assert (code, lines) == (
+        2,
+        [f"recovery-proxy: prices file {tmp_path / 'missing.yaml'}: No such file or directory"],
+    )
