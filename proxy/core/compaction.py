@@ -29,8 +29,19 @@ def visible_failures(state: SessionState, conv: Conversation, rules: Rules) -> s
     """Call ids of tracked failures whose result is still in the request, uncleared, and not
     before a provider's compaction boundary (the provider drops those)."""
     failed = {r.call_id for r in state.records}  # records keep the result's identity key
-    after = conv.results[conv.boundary_results :]
+    after = conv.results[first_visible(state, conv) :]
     return {r.key for r in after if r.key in failed and not is_cleared(r, rules)}
+
+
+def first_visible(state: SessionState, conv: Conversation) -> int:
+    """The first result the model still sees: after a provider's compaction boundary, and,
+    while the provider reports clearing old tool results (context editing), among the newest
+    it keeps. The client resends the cleared ones in full; a failure leaving the kept window
+    is one that vanished (the summary then carries it)."""
+    start = conv.boundary_results
+    if conv.clearing_keep is not None and state.provider.cleared:
+        start = max(start, len(conv.results) - conv.clearing_keep)
+    return start
 
 
 MARKER_ASSISTANT_TEXTS = 4  # a summary sits near the start: Goose's notice is an assistant text

@@ -195,6 +195,9 @@ class Conversation:
     boundary: str = ""
     boundary_results: int = 0
     compacting: bool = False  # the request asks the provider to compact (WireFormat.compacting)
+    # The request asks the provider to clear old tool results (Anthropic context editing):
+    # how many of the newest it keeps; None without context editing.
+    clearing_keep: int | None = None
 
     def compacted_here(self, identity: str) -> None:
         """A provider compaction block or item (`identity`: its signature or content) sits

@@ -140,7 +140,7 @@ class ProviderState(BaseModel):
     boundaries: list[str] = Field(default_factory=list)  # compaction blocks/items seen
     calls: dict[str, KnownCall] = Field(default_factory=dict)  # call id -> call, capped
     usage: Usage = Field(default_factory=Usage)
-    cleared: bool = False  # a response reported cleared tool results, not yet acted on
+    cleared: bool = False  # the latest response reported tool results cleared (context editing)
     stop_reason: str = ""  # the latest response's
 
     def trim(self) -> None:

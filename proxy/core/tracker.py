@@ -24,6 +24,7 @@ from recovery_proxy.core import loops, render
 from recovery_proxy.core.classify import Verdict, classify, target_of
 from recovery_proxy.core.compaction import (
     detect_compaction,
+    first_visible,
     frozen_summary,
     has_marker,
     is_cleared,
@@ -119,12 +120,13 @@ def observe(
     cache = verdicts if verdicts is not None else {}
     stats = state.stats
     stats.results += len(new)
+    shown_from = first_visible(state, conv)
     for index, result in new:
         state.seen[result.key] = True
         if result.key not in cache:
             cache[result.key] = classify(rules, result.tool, result.text, result.is_error)
         verdict = cache[result.key]
-        if verdict.error and not is_cleared(result, rules) and index >= conv.boundary_results:
+        if verdict.error and not is_cleared(result, rules) and index >= shown_from:
             visible.add(result.key)
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)

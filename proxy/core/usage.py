@@ -30,7 +30,6 @@ def learn(state: SessionState, reply: Reply, streak: bool, added: int, cost: flo
         usage.cost += cost
         if streak:
             usage.streak_cost += cost
-    if reply.cleared:
-        provider.cleared = True
+    provider.cleared = reply.cleared > 0  # the provider clears on every turn past its trigger
     provider.stop_reason = reply.stop_reason
     provider.trim()

@@ -65,6 +65,19 @@ def _system_text(system: Any) -> str:
     return ""
 
 
+CLEAR_KEEP = 3  # tool uses `clear_tool_uses_20250919` keeps when `keep` is not given
+
+
+def _clearing_keep(payload: Mapping[str, Any]) -> int | None:
+    """How many of the newest tool uses a `clear_tool_uses_*` edit keeps; None without one."""
+    for edit in _edits(payload):
+        if isinstance(edit, dict) and str(edit.get("type", "")).startswith("clear_tool_uses_"):
+            keep = edit.get("keep")
+            value = keep.get("value") if isinstance(keep, dict) else None
+            return value if isinstance(value, int) and value >= 0 else CLEAR_KEEP
+    return None
+
+
 def _compaction_blocks(conv: Conversation, content: list[Any]) -> None:
     """Mark a `compaction` block (threshold `compact_20260112` or on-demand `summarize`) as a
     boundary: the API drops every message before it. A block with neither `content` nor
@@ -85,6 +98,7 @@ def parse(payload: dict[str, Any]) -> Conversation | None:
     model = payload.get("model") if isinstance(payload.get("model"), str) else ""
     system = _system_text(payload.get("system"))
     conv = Conversation(model, system, "", length=len(messages))
+    conv.clearing_keep = _clearing_keep(payload)
     if system:
         conv.texts.append(system)
     calls: dict[str, Any] = {}  # tool_use id -> raw tool_use block

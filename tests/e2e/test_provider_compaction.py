@@ -6,6 +6,7 @@ everything before a compaction block or item), request shapes from the SDKs' own
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -376,3 +377,79 @@ async def test_responses_threshold_compaction_gets_the_ledger_once_reached(clien
     codex.threshold = 5_000
     await codex.send()
     assert LEDGER_HEAD in codex.forwarded[-1]["instructions"]
+
+
+# Context editing: the provider clears old tool results (and the blocks inside them).
+
+
+class ClearingClaude(Claude):
+    """The mock clears every tool result but the newest `keep` once there are more than
+    `keep` (a trigger reached), and reports it in `context_management.applied_edits`."""
+
+    keep = 2
+
+    async def send(self) -> httpx.Response:
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM}
+        body |= {"messages": self.messages, **self.extra}
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            self.forwarded.append(orjson.loads(request.content))
+            sent = orjson.loads(request.content)  # the model's view, cleared below
+            results = [
+                b
+                for m in sent["messages"]
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b.get("type") == "tool_result"
+            ]
+            cleared = results[: -self.keep] if len(results) > self.keep else []
+            for block in cleared:  # what the model reads instead
+                block["content"] = "[cleared]"
+            self.seen_by_model.append(sent["messages"])
+            message: dict[str, Any] = {"type": "message", "model": "claude-sonnet-4-5"}
+            message |= {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}
+            message["usage"] = {"input_tokens": 100, "output_tokens": 5}
+            if cleared:
+                edit = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(cleared)}
+                message["context_management"] = {
+                    "applied_edits": [edit | {"cleared_input_tokens": 50}]
+                }
+            return httpx.Response(200, json=message)
+
+        with upstream_mock() as mock:
+            mock.post(f"{ANTHROPIC_UPSTREAM}/v1/messages").mock(side_effect=answer)
+            response = await self.client.post(
+                "/v1/messages", content=orjson.dumps(body), headers=self.headers
+            )
+        for _ in range(20):  # the reply is stored after the response went out
+            await asyncio.sleep(0.01)
+            if not self.client.app.rewriter.learning:  # type: ignore[attr-defined]
+                break
+        return response
+
+
+async def test_cleared_failures_are_kept_in_system(client) -> None:
+    claude = ClearingClaude(client, session="clearing")
+    clear = {"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 2}}
+    claude.extra = {"context_management": {"edits": [clear]}}
+    claude.add_call("read_file", {"path": "src/config.ts"}, ENOENT, True)
+    await claude.send()
+    block = claude.last_result()
+    assert "[Error Recovery Context]" in block and SUMMARY_HEAD not in claude.system()
+    claude.add_call("list_dir", {"path": "src"}, "index.ts\nsettings.ts", False)
+    await claude.send()
+    assert SUMMARY_HEAD not in claude.system()  # nothing cleared yet: the block is in view
+    claude.add_call("read_file", {"path": "src/settings.ts"}, "export const port = 3000;", False)
+    await claude.send()  # the provider clears the failure (and its block) now, and says so
+    assert "ENOENT" not in orjson.dumps(claude.seen_by_model[-1]).decode()
+    await claude.send()
+    assert SUMMARY_HEAD in claude.system() and "ENOENT" in claude.system()
+    first = claude.forwarded[-1]["messages"][2]["content"][0]["content"]
+    assert first == block  # the per-result block is still re-applied byte for byte
+    summary = claude.system()
+    claude.add_call("list_dir", {"path": "."}, "src", False)
+    await claude.send()
+    await claude.send()
+    assert claude.system() == summary
+    metrics = (await client.get("/metrics")).text
+    assert "recovery_proxy_compactions_total 1.0" in metrics  # once, not on every clear
