@@ -154,6 +154,13 @@ class RecoveryPipeline:
         self.learning[key] = task
         task.add_done_callback(lambda done: self._learned(key, done))
 
+    async def drain(self, timeout: float = 2.0) -> None:
+        """Wait (bounded) for replies still being stored: the app's shutdown calls it before
+        the store closes."""
+        await asyncio.sleep(0)  # a reply read on this turn of the loop starts its task
+        if self.learning:
+            await asyncio.wait(list(self.learning.values()), timeout=timeout)
+
     def _learned(self, key: str, task: asyncio.Task[None]) -> None:
         if self.learning.get(key) is task:
             del self.learning[key]

@@ -69,10 +69,10 @@ class ScriptedAgent:
 
     async def send(self) -> httpx.Response:
         with upstream_mock(assert_all_called=False) as mock:
+            usage = {"prompt_tokens": 100 * len(self.messages), "completion_tokens": 10}
+            answer = {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}
             route = mock.post(f"{UPSTREAM}/chat/completions").mock(
-                return_value=httpx.Response(
-                    200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]}
-                )
+                return_value=httpx.Response(200, json={**answer, "usage": usage})
             )
             response = await self.client.post(
                 f"{self.prefix}/v1/chat/completions",

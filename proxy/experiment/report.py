@@ -12,6 +12,10 @@ tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each se
 - `mean_streak`: mean length of its consecutive-failure streaks. A streak still open when
   the report runs (`consecutive_failures` > 0) counts as one streak of its length so far: an
   agent that never recovers is the worst case, not a missing one.
+- `tokens_per_session`: input + output tokens the provider reported for the session's
+  responses (read off the relayed responses; `state.provider.usage`)
+- `streak_tokens`: the same for responses to requests inside a failure streak (the latest
+  tool result had failed): what failure loops cost. Both need responses the proxy read.
 
 A session without the denominator (no tool results, no failures, no streak) has no value for
 that metric and is left out of it (`n` says how many sessions each mean covers).
@@ -42,7 +46,14 @@ from recovery_proxy.core.state import SessionState, Stats
 from recovery_proxy.experiment.arms import arm_of
 
 ARMS = ("treatment", "control")
-METRICS = ("failure_rate", "repeat_failure_rate", "loop_notice_rate", "mean_streak")
+METRICS = (
+    "failure_rate",
+    "repeat_failure_rate",
+    "loop_notice_rate",
+    "mean_streak",
+    "tokens_per_session",
+    "streak_tokens",
+)
 METHOD = (
     "session is the unit: per-session values, difference of means (treatment - control) "
     "with a 95% Welch t interval"
@@ -60,11 +71,15 @@ def session_values(state: SessionState) -> dict[str, float | None]:
     """One value per metric for one session (None: the session has no denominator)."""
     s: Stats = state.stats
     total, count = streaks(state)
+    usage = state.provider.usage
+    read = usage.responses > 0
     return {
         "failure_rate": s.failures / s.results if s.results else None,
         "repeat_failure_rate": s.repeat_failures / s.failures if s.failures else None,
         "loop_notice_rate": s.loop_notices / s.results if s.results else None,
         "mean_streak": total / count if count else None,
+        "tokens_per_session": float(usage.input + usage.output) if read else None,
+        "streak_tokens": float(usage.streak_input + usage.streak_output) if read else None,
     }
 
 
@@ -96,13 +111,14 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
     return report
 
 
-def _zero() -> dict[str, int]:
+def _zero() -> dict[str, Any]:
     keys = ("sessions", "tool_results", "failures", "repeat_failures", "loop_notices")
     rest = ("escalations", "streak_total", "streaks", "tokens_injected")
-    return dict.fromkeys(keys + rest, 0)
+    usage = ("tokens", "streak_tokens", "tokens_added", "cost_usd", "streak_cost_usd")
+    return dict.fromkeys(keys + rest + usage, 0)
 
 
-def _add(totals: dict[str, int], state: SessionState) -> None:
+def _add(totals: dict[str, Any], state: SessionState) -> None:
     s = state.stats
     total, count = streaks(state)
     totals["sessions"] += 1
@@ -114,9 +130,15 @@ def _add(totals: dict[str, int], state: SessionState) -> None:
     totals["streak_total"] += total
     totals["streaks"] += count
     totals["tokens_injected"] += s.tokens_injected
+    usage = state.provider.usage
+    totals["tokens"] += usage.input + usage.output
+    totals["streak_tokens"] += usage.streak_input + usage.streak_output
+    totals["tokens_added"] += usage.added
+    totals["cost_usd"] += usage.cost
+    totals["streak_cost_usd"] += usage.streak_cost
 
 
-def _arm(totals: dict[str, int], values: dict[str, list[float]]) -> dict[str, Any]:
+def _arm(totals: dict[str, Any], values: dict[str, list[float]]) -> dict[str, Any]:
     out: dict[str, Any] = dict(totals)
     out["repeat_failure_rate"] = _ratio(totals["repeat_failures"], totals["failures"])
     out["mean_streak"] = _ratio(totals["streak_total"], totals["streaks"])
@@ -190,7 +212,10 @@ LABELS = {
     "repeat_failure_rate": "repeat-failure rate",
     "loop_notice_rate": "loop notices per result",
     "mean_streak": "mean failure streak",
+    "tokens_per_session": "tokens per session",
+    "streak_tokens": "tokens in failure streaks",
 }
+WHOLE = {"tokens_per_session", "streak_tokens"}  # shown without decimals
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -211,6 +236,11 @@ def format_report(report: dict[str, Any]) -> str:
         ("escalations", "escalations"),
         ("mean failure streak", "mean_streak"),
         ("tokens injected", "tokens_injected"),
+        ("tokens (provider-reported)", "tokens"),
+        ("  in failure streaks", "streak_tokens"),
+        ("tokens the proxy added", "tokens_added"),
+        ("cost, USD (priced models)", "cost_usd"),
+        ("  in failure streaks", "streak_cost_usd"),
     )
     for label, key in rows:
         lines.append(f"{label:28}{_cell(t[key]):>12}{_cell(c[key]):>12}")
@@ -221,13 +251,14 @@ def format_report(report: dict[str, Any]) -> str:
             n = f"n = {row['n_treatment']} vs {row['n_control']}"
             lines.append(f"{label}n/a ({n}: an arm has no value, no confidence interval)")
             continue
-        line = f"{label}{row['difference']:+.3f}"
+        fmt = "{:+,.0f}" if metric in WHOLE else "{:+.3f}"
+        line = label + fmt.format(row["difference"])
         if row["ci95"] is None:
             line += f"  [no CI: fewer than 2 sessions in an arm (n = {row['n_treatment']}"
             line += f" vs {row['n_control']})]"
         else:
-            low, high = row["ci95"]
-            line += f"  [{low:+.3f}, {high:+.3f}]  n = {row['n_treatment']} vs {row['n_control']}"
+            low, high = (fmt.format(v) for v in row["ci95"])
+            line += f"  [{low}, {high}]  n = {row['n_treatment']} vs {row['n_control']}"
         lines.append(line)
     if not c["sessions"]:
         lines += ["", "No control sessions: set RECOVERY_PROXY_CONTROL_FRACTION (e.g. 0.2)."]
@@ -240,5 +271,5 @@ def _cell(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.4f}" if value < 10 else f"{value:,.2f}"
     return str(value)

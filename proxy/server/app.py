@@ -116,6 +116,9 @@ class RecoveryProxy:
                 yield
             finally:
                 self.state.ready = False
+                drain = getattr(self.rewriter, "drain", None)
+                if drain is not None:  # replies still being stored, before the store closes
+                    await drain()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

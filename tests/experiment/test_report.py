@@ -62,7 +62,18 @@ def test_an_open_streak_counts_as_a_streak_so_far() -> None:
         "repeat_failure_rate": None,
         "loop_notice_rate": 0.0,
         "mean_streak": None,
+        "tokens_per_session": None,  # no response read: no usage
+        "streak_tokens": None,
     }
+
+
+def test_tokens_per_session_and_in_failure_streaks() -> None:
+    read = state(results=2)
+    usage = read.provider.usage
+    usage.responses, usage.input, usage.output = 3, 3000, 90
+    usage.streak_input, usage.streak_output = 1000, 30
+    values = session_values(read)
+    assert (values["tokens_per_session"], values["streak_tokens"]) == (3090, 1030)
 
 
 def keys_in(arm: str, count: int, fraction: float) -> list[str]:
