@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recovery_proxy.config import Settings
+from recovery_proxy.core.reply import Reply
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import Parts
@@ -75,6 +76,17 @@ class CountingRewriter:
             tally.baselines[rewrite.session] = None  # not the key expected: no baseline
         return rewrite
 
+    def learn(self, rewrite: Rewrite, reply: Reply) -> None:
+        """The pipeline's response side (its `learn`), passed through."""
+        learn = getattr(self.inner, "learn", None)
+        if learn is not None:
+            learn(rewrite, reply)
+
+    async def drain(self) -> None:
+        drain = getattr(self.inner, "drain", None)
+        if drain is not None:
+            await drain()
+
     async def _baseline(self, key: str) -> Baseline | None:
         try:
             return Baseline.of(await self.tally.store.get(key))
@@ -113,6 +125,7 @@ class Summary:
     results: int | None  # None: the store could not say
     loop_notices: int | None
     upstream_errors: dict[str, int] = field(default_factory=dict)  # kind -> count
+    usage: Usage | None = None  # what the provider reported in the responses read
 
     def render(self) -> str:
         failed = sum(self.failures.values())
@@ -130,12 +143,53 @@ class Summary:
             f"{unknown if self.loop_notices is None else self.loop_notices}, "
             f"escalations {self.escalations}, compactions {self.compactions}",
         ]
+        if self.usage is not None and self.usage.tokens:
+            lines.append(self.usage.render())
         if self.upstream_errors:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.upstream_errors.items()))
             lines.append(f"  upstream errors {sum(self.upstream_errors.values())} ({kinds})")
         if not self.requests:
             lines.append(NO_REQUESTS)
         return "\n".join(lines)
+
+
+@dataclass
+class Usage:
+    """Tokens in the responses this run's proxy read, and what they cost where priced."""
+
+    tokens: int = 0  # input + output, as the provider reported them
+    streak: int = 0  # of those, in responses to requests inside a failure streak
+    added: int = 0  # tokens of the proxy's own texts in the requests
+    cost: float = 0.0
+    streak_cost: float = 0.0
+
+    def render(self) -> str:
+        share = f" ({self.streak / self.tokens:.0%})" if self.tokens else ""
+        line = f"  tokens {self.tokens:,}, in failure streaks {self.streak:,}{share}"
+        line += f", added by the proxy {self.added:,}"
+        if self.cost:
+            line += f"; cost ${self.cost:.4f}, in failure streaks ${self.streak_cost:.4f}"
+        return line
+
+
+def usage_of(metrics: Metrics) -> Usage:
+    """This process's usage counters (a run's proxy lives as long as the run)."""
+    usage = Usage()
+    for metric in metrics.registry.collect():
+        for sample in metric.samples:
+            labels = sample.labels
+            streak = labels.get("streak") == "yes"
+            if sample.name == "recovery_proxy_usage_tokens_total":
+                value = int(sample.value)
+                if labels.get("kind") in ("input", "output"):
+                    usage.tokens += value
+                    usage.streak += value if streak else 0
+                elif labels.get("kind") == "added":
+                    usage.added += value
+            elif sample.name == "recovery_proxy_cost_usd_total":
+                usage.cost += sample.value
+                usage.streak_cost += sample.value if streak else 0.0
+    return usage
 
 
 NO_REQUESTS = (
@@ -189,7 +243,9 @@ def summarise(tally: Tally, session: str) -> Summary:
     failures: dict[str, float] = {}
     upstream: dict[str, float] = {}
     escalations = compactions = 0.0
+    usage = None
     if tally.metrics is not None:
+        usage = usage_of(tally.metrics)
         failures = _samples(tally.metrics, "recovery_proxy_tool_failures")
         upstream = _samples(tally.metrics, "recovery_proxy_upstream_errors")
         escalations = sum(_samples(tally.metrics, "recovery_proxy_escalations").values())
@@ -208,4 +264,5 @@ def summarise(tally: Tally, session: str) -> Summary:
         results=results,
         loop_notices=notices,
         upstream_errors={kind: int(n) for kind, n in upstream.items() if n},
+        usage=usage,
     )

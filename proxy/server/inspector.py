@@ -102,6 +102,7 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
         ],
         "compactions": [compaction.model_dump() for compaction in state.compactions],
         "summary": state.summary,
+        "usage": state.provider.usage.model_dump(),  # issue 25: what the loops cost
     }
 
 
@@ -191,6 +192,7 @@ def detail_html(key: str, state: SessionState, fraction: float) -> str:
         '<a href="/admin/">all sessions</a></header>'
     )
     numbers = {"turn": state.turn, **state.stats.model_dump(), "records": len(state.records)}
+    numbers |= usage_numbers(state)
     stats = (
         "<dl>"
         + "".join(
@@ -247,3 +249,19 @@ def detail_html(key: str, state: SessionState, fraction: float) -> str:
 
 def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M:%S")
+
+
+def usage_numbers(state: SessionState) -> dict[str, Any]:
+    """The provider-reported usage of a session's responses, for the detail view (issue 25):
+    tokens, those in failure streaks, the proxy's own, cost where priced."""
+    u = state.provider.usage
+    if not u.responses:
+        return {}
+    return {
+        "responses read": u.responses,
+        "tokens": u.input + u.output,
+        "tokens in failure streaks": u.streak_input + u.streak_output,
+        "tokens added by the proxy": u.added,
+        "cost USD": f"{u.cost:.4f}" if u.priced else "-",
+        "cost USD in failure streaks": f"{u.streak_cost:.4f}" if u.priced else "-",
+    }

@@ -160,6 +160,8 @@ def test_run_wraps_an_openai_sdk_agent_and_exits_with_its_code(
     assert "failures 2 (not_found 1, permission_denied 1)" in err
     assert "blocks injected 2, re-applied 0" in err
     assert "escalations 0, compactions 0" in err
+    # usage the provider reported (15 tokens a response), both answers to failed results
+    assert "tokens 30, in failure streaks 30 (100%), added by the proxy " in err
     assert "recovery-proxy" not in out
     assert "Traceback" not in err
 

@@ -212,3 +212,26 @@ async def test_reading_responses_can_be_turned_off(chat_body) -> None:
             mock.post(f"{UPSTREAM}/chat/completions").respond(200, json=answer)
             response = await client.post("/v1/chat/completions", json=chat_body(), headers=HEADERS)
         assert (await state_of(client, response)).provider.usage.responses == 0
+
+
+async def test_the_inspector_shows_what_the_loops_cost(chat_body) -> None:
+    token = "t" * 32
+    async with proxy_client(make_settings(admin_token=token)) as client:
+        answer = {"model": "gpt-4o-mini", "choices": [], "usage": {"prompt_tokens": 900}}
+        answer["usage"]["completion_tokens"] = 100
+        body = chat_body()
+        body["messages"][-1]["content"] = MISSING  # a failed result: a streak
+        with upstream_mock() as mock:
+            mock.post(f"{UPSTREAM}/chat/completions").respond(200, json=answer)
+            response = await client.post("/v1/chat/completions", json=body, headers=HEADERS)
+        await settle(client)
+        key = response.headers["x-recovery-proxy-session"]
+        auth = {"Authorization": f"Bearer {token}"}
+        detail = (await client.get(f"/admin/sessions/{key}", headers=auth)).json()
+        assert detail["usage"]["streak_input"] == 900 and detail["usage"]["priced"] == 1
+        page = (
+            await client.get(f"/admin/sessions/{key}", headers={**auth, "accept": "text/html"})
+        ).text
+        assert "<dt>tokens in failure streaks</dt><dd>1000</dd>" in page
+        report = (await client.get("/admin/report", headers=auth)).json()
+        assert report["treatment"]["streak_tokens"] == 1000
