@@ -122,6 +122,9 @@ class Sessions(Strict):
     headers: list[str] = []
     header_glob_suffix: str = "-session-id"
     body_fields: list[str] = []
+    late_headers: list[str] = Field(
+        [], description="headers read after the body fields (some clients vary them per request)"
+    )
 
 
 class RuleFile(Strict):

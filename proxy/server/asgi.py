@@ -7,6 +7,7 @@ dependency injection and response classes cost more than the whole rewrite (issu
 from __future__ import annotations
 
 import asyncio
+import secrets
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -109,10 +110,16 @@ def decode_body(body: bytes, encoding: str | None, limit: int) -> bytes | None:
 async def send_error(
     send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    """Answer with a JSON error body the proxy made itself."""
-    out = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    """Answer with a JSON error body the proxy made itself, with a `request-id` of its own
+    (as providers send one: Claude Code de-duplicates usage by it)."""
+    out = [*JSON_HEADERS, (b"content-length", str(len(body)).encode()), request_id()]
     await send({"type": "http.response.start", "status": status, "headers": out + (headers or [])})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def request_id() -> tuple[bytes, bytes]:
+    """A fresh `request-id` header for an answer the proxy made (`req_proxy_` + 24 hex)."""
+    return (b"request-id", b"req_proxy_" + secrets.token_hex(12).encode())
 
 
 async def until_disconnect(

@@ -47,8 +47,9 @@ def session_id(
 ) -> str:
     """The id a `/s/{session}/` path named (the same as a header with that id), then the first
     configured header, then any `x-*-session-id` header, then the wire format's own hint
-    (Claude Code's `metadata.user_id`), then a body field, then a fingerprint of the system
-    prompt and first user message (`fp:`, which continuity may link to an earlier one)."""
+    (Claude Code's `metadata.user_id`), then a body field, then a late header (Codex's
+    `x-client-request-id`, its thread id), then a fingerprint of the system prompt and first
+    user message (`fp:`, which continuity may link to an earlier one)."""
     if path:
         return named(path)
     for name in sessions.headers:
@@ -67,6 +68,10 @@ def session_id(
         value = _dotted(payload, field)
         if value:
             return f"b:{value}"
+    for name in sessions.late_headers:
+        value = headers.get(name)
+        if value:
+            return named(value)
     return f"{FINGERPRINT}{fingerprint}"
 
 
