@@ -12,7 +12,8 @@ from recovery_proxy.core.conversation import Position
 from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.rules.model import Rules
 
-# Why a failure in a request got nothing (`Plan.skipped`), for `recovery-proxy explain`:
+# Why a failure in a request got no block (`Plan.skipped`; at most a notice or an escalation
+# went out), for `recovery-proxy explain`:
 Skip = Literal[
     "history",  # first seen as history: only the newest tool batch is annotated (cache-safe)
     "unjudged",  # past the results one request may judge (`tracker.MAX_JUDGED`, `MAX_SEEN`)
@@ -62,7 +63,7 @@ class Plan:
     compaction: list[str] = field(default_factory=list)  # signals, when one was detected
 
     fresh: int = 0  # texts rendered for the first time in this request (the rest re-applied)
-    skipped: dict[Position, Skip] = field(default_factory=dict)  # failures that got nothing
+    skipped: dict[Position, Skip] = field(default_factory=dict)  # failures that got no block
     judged_from: int = 0  # results before this index were too old to judge ("unjudged")
 
     @property

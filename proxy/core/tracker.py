@@ -249,7 +249,7 @@ def _annotate(
     escalation_texts = [rules.templates.escalation.format(reason=r) for r in escalations]
     if escalations:
         escalate(state, result, escalations, rules, plan, now)
-    why: Skip = "request_budget"  # a failure's block did not fit what is left of the cap
+    why: Skip | None = None  # why a failure's block was left out (`Plan.skipped`)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
         why = "near_window"
@@ -258,14 +258,15 @@ def _annotate(
         text = fit_block(state, record, rules, budget, notices + escalation_texts, shown)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
+        why = "request_budget"
     else:
-        text = ""
+        text, why = "", "request_budget"
     if text and not budget.take(text):
         # Over the request cap or the window: only escalations may still go out.
         why = budget.refused
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
         if text and not budget.take(text, escalation=True):
             text = ""
-    if not text and record is not None:
+    if why is not None and record is not None:
         plan.skipped[result.position] = why
     return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from recovery_proxy.core.tracker import observe
+from recovery_proxy.core.tracker import MAX_JUDGED, observe
 from recovery_proxy.rules.model import Rules
 from tests.core.transcript import Transcript, approx_tokens, budget, with_rules
 
@@ -120,3 +120,14 @@ def test_successes_and_annotated_failures_are_never_skipped(rules: Rules) -> Non
     t.add("read_file", {"path": "src/orders.ts"}, missing("orders"))
     plan = t.send()
     assert plan.skipped == {} and len(plan.appends) == 1
+
+
+def test_results_past_what_one_request_judges_are_skipped_as_unjudged(rules: Rules) -> None:
+    t = Transcript(rules)
+    results = [
+        t.add("run_worker", {"id": n}, f"Traceback (most recent call last):\nRuntimeError: {n}")
+        for n in range(MAX_JUDGED + 3)
+    ]
+    plan = t.send()
+    assert [plan.skipped[r.position] for r in results[:3]] == ["unjudged"] * 3
+    assert plan.appends[results[3].position].startswith("[Error Recovery Context]")
