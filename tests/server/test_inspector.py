@@ -69,7 +69,8 @@ async def play_sessions(url: str, db: Path, compact: bool = False) -> dict[str, 
             )
 
         hostile = ScriptedAgent(http, session="scrape-7", api_key="sk-team-beta")
-        await hostile.call("fetch", {"url": "https://example.test"}, f"Error: {ATTACK}")
+        url = f"https://example.test/search?q={ATTACK}"  # the model echoes a page's text
+        await hostile.call("fetch", {"url": url}, f"Error: {ATTACK}")
         keys["hostile"] = hostile.responses[-1].headers["x-recovery-proxy-session"]
     return keys
 
@@ -178,7 +179,7 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             assert "<script>window.pwned=1;document.title='pwned'</script>" in hostile
             assert '<img src=x onerror="window.pwned=2">' in hostile
             added = await page.eval("document.querySelector('#requests pre').textContent")
-            assert f"Error: {ATTACK}" in added  # in the request view, verbatim, as text
+            assert f'fetch("https://example.test/search?q={ATTACK}")' in added  # verbatim, as text
             assert await page.eval("typeof window.pwned") == "undefined"
             assert "pwned" not in await page.eval("document.title")
             assert await page.eval("document.scripts.length") == 0
