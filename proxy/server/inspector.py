@@ -226,6 +226,18 @@ def list_html(found: list[tuple[str, SessionState]], fraction: float, name: str 
     return head + table
 
 
+# The session counters, named for what they count (proxy/core/state.py `Stats`).
+STAT_LABELS = {
+    "results": "tool results",
+    "repeat_failures": "repeated failures",
+    "loop_notices": "repeat and loop notices",
+    "streak_total": "failures in ended streaks",
+    "streaks": "failure streaks ended",
+    "tokens_injected": "tokens added",
+    "records": "failure records kept",
+}
+
+
 def detail_html(key: str, state: SessionState, fraction: float, refresh: int = 0) -> str:
     s = session_row(key, state, fraction)
     if refresh > 0:
@@ -248,7 +260,8 @@ def detail_html(key: str, state: SessionState, fraction: float, refresh: int = 0
     stats = (
         "<dl>"
         + "".join(
-            f"<div><dt>{escape(name.replace('_', ' '))}</dt><dd>{escape(value)}</dd></div>"
+            f"<div><dt>{escape(STAT_LABELS.get(name, name.replace('_', ' ')))}</dt>"
+            f"<dd>{escape(value)}</dd></div>"
             for name, value in numbers.items()
         )
         + "</dl>"

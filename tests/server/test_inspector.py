@@ -170,7 +170,7 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             )
             # What the tracker recorded: four blocks, the repeat note and STOP.
             assert kinds.count("block") == 4 and kinds.count("notice") == 2
-            assert "tokens injected" in detail
+            assert "tokens added" in detail and "repeat and loop notices" in detail
 
             # The attacker's text is shown as text and never runs (here without auto-refresh).
             url = f"{server.url}/admin/sessions/{keys['hostile']}?refresh=0"
