@@ -24,6 +24,7 @@ from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import Parts, build_pipeline, open_parts
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter, fail_open
 from recovery_proxy.rules.model import Rules
+from recovery_proxy.server import websocket
 from recovery_proxy.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -115,6 +116,12 @@ class RecoveryProxy:
                 self.state.ready = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and (path := self._api_path(scope["path"])):
+            wire = self.routes.get(path) or for_passthrough(path, header_names(scope))
+            message = websocket.MESSAGE.format(path=path)
+            body = wire.error_body(websocket.STATUS, message, "websocket_not_supported")
+            await websocket.refuse(scope, receive, send, body)
+            return
         if scope["type"] != "http":
             await self.control(scope, receive, send)
             return
@@ -149,6 +156,12 @@ class RecoveryProxy:
             wire = wire or self._wire_after_prefix(scope)
             body = wire.error_body(refusal.status, refusal.message, refusal.code)
             await send_error(send, refusal.status, body, refusal.headers)
+
+    def _api_path(self, path: str) -> str:
+        """The API path a request names (after any `/s/{session}/` prefix), "" for others."""
+        if path.startswith(session_path.PREFIX):
+            path = "/" + path[len(session_path.PREFIX) :].partition("/")[2]
+        return path if path.startswith(self.roots) else ""
 
     def _wire_after_prefix(self, scope: Scope) -> WireFormat:
         """The API a path names after any `/s/{session}/` prefix (even a malformed one)."""
