@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.agents.harness import PROMPT, cli
 
+CODEX_SWITCH = 'openai_base_url="{root}/v1"'
 OPENCODE_CONFIG = {
     "$schema": "https://opencode.ai/config.json",
     "provider": {
@@ -55,7 +56,7 @@ def _claude_env(root: str | None) -> dict[str, str]:
 
 
 def _codex_argv(root: str | None) -> list[str]:
-    base = ["-c", f'openai_base_url="{root}/v1"'] if root else []  # README's serve form
+    base = ["-c", CODEX_SWITCH.format(root=root)] if root else []  # the README's form
     flags = ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"]
     return [cli("codex"), *base, "exec", "-m", "gpt-5.1-codex", *flags, PROMPT]
 
