@@ -1,9 +1,8 @@
-"""WebSocket upgrades on the API routes (Codex's Responses WebSocket, `GET /v1/responses` with
-`Upgrade: websocket`): refused with 426 Upgrade Required, so the client falls back to HTTPS at
-once. Codex 0.169 does so after one attempt on a 426; on any other refusal (the 403 an ASGI
-server sends for an unhandled socket, a 404) it retries five times first, about 6 s per
-session. A relay would let the whole conversation bypass the rewrite, which only reads POST
-bodies; refusing keeps every request on the route that rewrites it.
+"""WebSocket upgrades the proxy does not relay, refused with 426 Upgrade Required so the client
+falls back to HTTPS at once: any upgrade on an API path but the Responses WebSocket
+(proxy/server/ws_relay.py relays that one), and that one too when the upstream refuses it.
+Codex 0.169 falls back after one attempt on a 426; on any other refusal (the 403 an ASGI server
+sends for an unhandled socket, a 404) it retries five times first, about 6 s per session.
 
 The refusal uses the ASGI WebSocket Denial Response extension where the server offers it
 (uvicorn does), with the API's error body; otherwise the socket is closed before the handshake
@@ -30,7 +29,12 @@ async def refuse(scope: Scope, receive: Receive, send: Send, body: bytes) -> Non
     message = await receive()
     if message["type"] != "websocket.connect":
         return
-    if "websocket.http.response" not in scope.get("extensions", {}):
+    await deny(scope, send, body)
+
+
+async def deny(scope: Scope, send: Send, body: bytes) -> None:
+    """Deny an upgrade whose `websocket.connect` was received: 426 with `body`, or a close."""
+    if "websocket.http.response" not in (scope.get("extensions") or {}):
         await send({"type": "websocket.close", "code": 1008})
         return
     headers = [

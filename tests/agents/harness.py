@@ -142,9 +142,11 @@ class Tap:
 
 
 @contextmanager
-def mock_model() -> Iterator[tuple[str, Recorder]]:
-    """The agent-aware mock model on loopback: its root URL and what it received."""
-    recorder = Recorder(create_mock_app([], after=agent_turn))
+def mock_model(websocket: bool = False) -> Iterator[tuple[str, Recorder]]:
+    """The agent-aware mock model on loopback: its root URL and what it received over HTTP
+    (`websocket`: it serves the Responses WebSocket too; its messages are in
+    `recorder.app.state.socket_messages`)."""
+    recorder = Recorder(create_mock_app([], after=agent_turn, websocket=websocket))
     with BackgroundServer(recorder) as server:
         yield server.url, recorder
 

@@ -205,3 +205,29 @@ def test_two_gemini_cli_runs_are_two_sessions(tmp_path: Path) -> None:
     names = [n for n in session_names(store) if n.startswith("fingerprint: ")]
     sessions = {e.answer.get("x-recovery-proxy-session") for e in tap.seen if e.answer}
     assert len(names) >= 2 and len(sessions - {None}) >= 2
+
+
+def test_codex_over_the_responses_websocket(tmp_path: Path) -> None:
+    """Codex's default transport, against a model that speaks it: the proxy relays the socket
+    and rewrites each `response.create` as it rewrites a POST (blocks, history only grows)."""
+    agent = AGENTS["codex"]
+    home, work = scratch(tmp_path, agent)
+    store = tmp_path / "sessions.db"
+    with mock_model(websocket=True) as (upstream, model), served(upstream, store) as (_, tap):
+        root = tap.target  # the proxy itself: the tap does not relay sockets
+        done = run_agent(agent.argv(root), environment(home, agent.env(root)), work)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "Falling back" not in done.stderr and "Reconnecting" not in done.stderr
+    messages = model.app.state.socket_messages
+    assert not [e for e in model.seen if e.path == agent.wire]  # nothing over HTTPS
+    # Codex sends only the new items after `previous_response_id`: the relay rewrites them as
+    # the whole conversation, so the blocks name the call and list the first attempt.
+    outputs = [
+        item["output"]
+        for message in messages
+        for item in message.get("input", [])
+        if item.get("type") == "function_call_output"
+    ]
+    assert len(outputs) == 2 and all(BLOCK in output for output in outputs)
+    assert "Previous attempts" not in outputs[0] and 'exec_command("cat missing.txt")' in outputs[0]
+    assert '  1. exec_command("cat missing.txt")' in outputs[1]

@@ -1,5 +1,6 @@
-"""WebSocket upgrades on API routes (Codex's Responses WebSocket) are refused with 426 and the
-API's error body, so the client falls back to HTTPS at once; other paths are not API routes."""
+"""WebSocket upgrades the proxy does not relay (any but the Responses WebSocket, and that one
+when the upstream refuses it: here nothing listens there) are refused with 426 and the API's
+error body, so the client falls back to HTTPS at once; other paths are not API routes."""
 
 from __future__ import annotations
 
