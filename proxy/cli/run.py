@@ -8,7 +8,8 @@ stopped only after the child has exited (and the summary read), never by a signa
 
 CMD gets `OPENAI_BASE_URL` / `OPENAI_API_BASE` = `http://127.0.0.1:PORT/s/{session}/v1` and
 `ANTHROPIC_BASE_URL` = `http://127.0.0.1:PORT/s/{session}` (a path-scoped session,
-proxy/session/path.py). The caller's own `OPENAI_BASE_URL` (else `OPENAI_API_BASE`) and
+proxy/session/path.py); Codex, which reads no base-URL variable, gets `-c openai_base_url=...`
+(proxy/cli/agent_routes.py). The caller's own `OPENAI_BASE_URL` (else `OPENAI_API_BASE`) and
 `ANTHROPIC_BASE_URL` become the upstreams unless a flag or `RECOVERY_PROXY_*` variable names
 one: `Settings.upstream` is an OpenAI base URL with its `/v1`, exactly what the SDKs read from
 `OPENAI_BASE_URL`, and the Anthropic base is a root the SDK appends `/v1/messages` to.
@@ -47,6 +48,7 @@ from typing import Any
 
 import uvicorn
 
+from recovery_proxy.cli.agent_routes import BASE_URL_VARIABLES, routed_command
 from recovery_proxy.cli.fallbacks import run_fallbacks
 from recovery_proxy.cli.run_summary import Summary, Tally, counting_factory, summarise
 from recovery_proxy.cli.serve import StartupError, serve_settings, start_app
@@ -250,11 +252,13 @@ def run(args: argparse.Namespace) -> int:
                 return 128 + forwarder.held[0]
             print("recovery-proxy: the proxy did not start (see the log above)", file=sys.stderr)
             return 2
-        code = _run_child(command, child_env(environ, proxy.port, session), forwarder)
+        env = child_env(environ, proxy.port, session)
+        command, switches = routed_command(command, env["OPENAI_BASE_URL"])
+        code = _run_child(command, env, forwarder)
         if code is None:
             return 128 + forwarder.held[0]
         if not args.quiet:
-            summary = summarise(tally, session)
+            summary = summarise(tally, session, [*BASE_URL_VARIABLES, *switches])
     finally:
         proxy.stop()
         forwarder.restore()

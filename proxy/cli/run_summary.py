@@ -126,6 +126,7 @@ class Summary:
     loop_notices: int | None
     upstream_errors: dict[str, int] = field(default_factory=dict)  # kind -> count
     usage: Usage | None = None  # what the provider reported in the responses read
+    given: list[str] = field(default_factory=list)  # what pointed the agent at the proxy
 
     def render(self) -> str:
         failed = sum(self.failures.values())
@@ -150,6 +151,8 @@ class Summary:
             lines.append(f"  upstream errors {sum(self.upstream_errors.values())} ({kinds})")
         if not self.requests:
             lines.append(NO_REQUESTS)
+            if self.given:
+                lines.append(f"  it was given {', '.join(self.given)} and never used them")
         return "\n".join(lines)
 
 
@@ -228,8 +231,9 @@ async def _session_counts(tally: Tally) -> tuple[int | None, int | None]:
     return results, notices
 
 
-def summarise(tally: Tally, session: str) -> Summary:
-    """Read the counters; the store is read on the proxy's own loop (it is still running)."""
+def summarise(tally: Tally, session: str, given: list[str] | None = None) -> Summary:
+    """Read the counters; the store is read on the proxy's own loop (it is still running).
+    `given`: the variables and switches that pointed the agent at the proxy."""
     results: int | None = None
     notices: int | None = None
     if tally.store is not None and tally.loop is not None and tally.baselines:
@@ -265,4 +269,5 @@ def summarise(tally: Tally, session: str) -> Summary:
         loop_notices=notices,
         upstream_errors={kind: int(n) for kind, n in upstream.items() if n},
         usage=usage,
+        given=list(given or []),
     )

@@ -15,6 +15,12 @@ from typing import Any
 import orjson
 
 Position = Hashable  # where a result sits in the request; only its adapter can read it
+# Fields an agent moves or drops between turns without changing the call: Anthropic's
+# `cache_control` breakpoint (Claude Code's `/compact` moves it onto the last `tool_use`),
+# Gemini's `thoughtSignature`, a Responses item's `status`, a streamed call's `index`.
+VOLATILE_CALL_FIELDS = frozenset(
+    {"cache_control", "thoughtSignature", "thought_signature", "status", "index"}
+)
 
 
 class ToolCall:
@@ -103,7 +109,8 @@ class ToolResult:
 
     def call_bytes(self) -> bytes:
         """The call this result answers, as bytes to digest (the raw wire call when it is one:
-        no ToolCall is built for it)."""
+        no ToolCall is built for it), without `VOLATILE_CALL_FIELDS` (a call without any
+        digests exactly as before)."""
         raw = self._wire_call  # not `_call`, which reading `.call` replaces: the bytes (and the
         if raw is None:  # key) must not depend on whether the call was read before
             return b""
@@ -111,6 +118,8 @@ class ToolResult:
             arguments = raw.raw_arguments
             dumped = arguments.encode() if isinstance(arguments, str) else orjson.dumps(arguments)
             return raw.name.encode() + b"\0" + dumped
+        if isinstance(raw, dict) and not VOLATILE_CALL_FIELDS.isdisjoint(raw):
+            raw = {k: v for k, v in raw.items() if k not in VOLATILE_CALL_FIELDS}
         try:
             return orjson.dumps(raw)
         except TypeError:  # not JSON (a raw object of some other kind): its type only
@@ -147,6 +156,18 @@ def identify(results: list[ToolResult]) -> None:
         base = f"{result.call_id}:{zlib.crc32(result.call_bytes()):08x}"
         n = counts[base] = counts.get(base, 0) + 1
         result.key = base if n == 1 else f"{base}#{n}"
+
+
+HEX = frozenset("0123456789abcdef")
+
+
+def call_id_of(key: str) -> str:
+    """The call id a result's identity (`identify`) was made from."""
+    base, sep, tail = key.rpartition(":")
+    crc = tail.partition("#")[0]
+    if sep and len(base) < STRONG_ID and len(crc) == 8 and all(c in HEX for c in crc):
+        return base
+    return key
 
 
 def text_of(content: Any) -> str:

@@ -10,6 +10,7 @@ them, in the wire format's error shape, in one place.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -25,6 +26,7 @@ from recovery_proxy.pipeline import Parts, build_pipeline, open_parts
 from recovery_proxy.prices import check_file as check_prices
 from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter, fail_open
 from recovery_proxy.rules.model import Rules
+from recovery_proxy.server import websocket, ws_relay
 from recovery_proxy.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -121,6 +123,9 @@ class RecoveryProxy:
                     await drain()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self._api_path(scope["path"]):
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.control(scope, receive, send)
             return
@@ -155,6 +160,40 @@ class RecoveryProxy:
             wire = wire or self._wire_after_prefix(scope)
             body = wire.error_body(refusal.status, refusal.message, refusal.code)
             await send_error(send, refusal.status, body, refusal.headers)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The Responses WebSocket is relayed with each `response.create` rewritten
+        (proxy/server/ws_relay.py); any other upgrade on an API path is refused with 426."""
+        session: str | None = None
+        path = self._api_path(scope["path"])
+        if scope["path"].startswith(session_path.PREFIX):
+            with contextlib.suppress(session_path.BadSessionPath):
+                session, scope = session_path.split(scope)
+        wire = self.routes.get(scope["path"])
+        if wire is not None and wire.name == "openai_responses" and self.rewriter is not None:
+            rewriter, requests = self.rewriter, self._requests[wire.name]
+
+            async def rewrite(request: ChatRequest) -> Rewrite:
+                requests.inc()
+                return await fail_open(lambda: rewriter(request), self.metrics)
+
+            url = ws_relay.upstream_ws_url(
+                getattr(self.settings, wire.upstream),
+                wire.upstream_path(scope["path"]),
+                scope.get("query_string", b""),
+            )
+            await ws_relay.ResponsesRelay(wire, rewrite, session)(scope, receive, send, url)
+            return
+        wire = wire or for_passthrough(path, header_names(scope))
+        message = websocket.MESSAGE.format(path=path)
+        body = wire.error_body(websocket.STATUS, message, "websocket_not_supported")
+        await websocket.refuse(scope, receive, send, body)
+
+    def _api_path(self, path: str) -> str:
+        """The API path a request names (after any `/s/{session}/` prefix), "" for others."""
+        if path.startswith(session_path.PREFIX):
+            path = "/" + path[len(session_path.PREFIX) :].partition("/")[2]
+        return path if path.startswith(self.roots) else ""
 
     def _wire_after_prefix(self, scope: Scope) -> WireFormat:
         """The API a path names after any `/s/{session}/` prefix (even a malformed one)."""

@@ -10,6 +10,11 @@ summary marker and exactly one conversation of that agent was active recently. W
 evidence, or several candidates (concurrent sessions of one agent under one key), it starts a
 conversation of its own: nothing is added rather than something wrong.
 
+A thread that starts again (its first user message alone, after its conversation has judged
+tool results) is a new run of the same task, e.g. a second `gemini -p` with the same prompt in
+the same project: it gets a conversation of its own rather than the earlier run's failures. A
+retry of the first request, before any tool result, stays in its conversation.
+
 "Opens with": the agent's own compaction puts its summary at the start of a message (or of a
 paragraph it appends to its system prompt). A marker quoted inside a message (a web page the
 user pasted, a tool's output) is no evidence: it would link a stranger's new conversation to
@@ -52,18 +57,30 @@ class Continuity:
         index = scoped(tenant, "agent:" + agent_of(conv.system))
         slot = f"{index}/{conv.thread}"
         cached = self.cache.get(slot)
-        if cached is not None and now - cached[1] < TOUCH_SECONDS:
-            return cached[0]
+        if cached is not None and now - cached[1] < TOUCH_SECONDS and not starts_again(conv, rules):
+            return cached[0]  # a thread that may start again is checked below
         own = scoped(tenant, FINGERPRINT + conv.thread)
         known = await self.store.get(index)
         link = known.links.get(conv.thread) if known else None
-        chosen = link.key if link else await self._choose(known, conv, rules, now, own)
-        key = await self.store.update(index, lambda state: _register(state, conv, chosen, now))
+        ended = ""  # the conversation this request starts again, if it does
+        if link is not None and starts_again(conv, rules) and await self._moved_on(link.key):
+            ended, chosen = link.key, scoped(tenant, f"{FINGERPRINT}{conv.thread}@{now:.6f}")
+        else:
+            chosen = link.key if link else await self._choose(known, conv, rules, now, own)
+        key = await self.store.update(
+            index, lambda state: _register(state, conv, chosen, now, ended)
+        )
         self.cache[slot] = (key, now)
         self.cache.move_to_end(slot)
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
         return key
+
+    async def _moved_on(self, key: str) -> bool:
+        """True when the conversation under `key` has judged tool results: a request of its
+        thread without any is a new run, not this one continued."""
+        state = await self.store.get(key)
+        return state is not None and bool(state.seen)
 
     async def _choose(
         self, known: SessionState | None, conv: Conversation, rules: Rules, now: float, own: str
@@ -96,6 +113,14 @@ class Continuity:
         return own
 
 
+def starts_again(conv: Conversation, rules: Rules) -> bool:
+    """The request is its thread's opening: the first user message and nothing after it (no
+    tool result, no model text, no later user message, no summary marker)."""
+    if conv.results or conv.assistant_texts or len(conv.user_anchors) > 1:
+        return False
+    return not opens_with_marker(conv, rules)
+
+
 def opens_with_marker(conv: Conversation, rules: Rules) -> bool:
     """A summary marker where an agent's compaction puts it: at the start of a user or
     assistant message, or of a paragraph of the system prompt."""
@@ -114,10 +139,13 @@ def opens_with_marker(conv: Conversation, rules: Rules) -> bool:
     return False
 
 
-def _register(state: SessionState, conv: Conversation, chosen: str, now: float) -> str:
-    """Record (or refresh) the thread's link; a link another replica made first wins."""
+def _register(
+    state: SessionState, conv: Conversation, chosen: str, now: float, ended: str = ""
+) -> str:
+    """Record (or refresh) the thread's link; a link another replica made first wins. A link
+    to `ended` (the conversation this request starts again) is replaced by `chosen`."""
     link = state.links.pop(conv.thread, None)
-    key = link.key if link else chosen
+    key = link.key if link and link.key != ended else chosen
     state.links[conv.thread] = Link(key=key, touched=now)  # most recently used last
     while len(state.links) > MAX_LINKS:
         del state.links[next(iter(state.links))]

@@ -384,6 +384,8 @@ def test_a_run_that_saw_no_request_says_what_to_check(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert "(no requests)" in done.stderr
+    given = "OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL"
+    assert f"it was given {given} and never used them" in done.stderr
     assert "the agent sent nothing through the proxy: check that it reads OPENAI_BASE_URL" in (
         done.stderr
     )

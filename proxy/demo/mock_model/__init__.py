@@ -23,7 +23,8 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from recovery_proxy.demo.mock_model import anthropic, chat, gemini, responses
 from recovery_proxy.demo.mock_model.chat import completion, stream_chunks
@@ -57,9 +58,11 @@ def create_mock_app(
     by_request: bool = False,
     scripts: Mapping[str, Sequence[Entry]] | None = None,
     after: Entry = DONE,
+    websocket: bool = False,
 ) -> Starlette:
     """The mock model app; `script` lists the assistant turns to answer with, in order (a
-    callable entry picks its turn from the request body), `after` answers past its end."""
+    callable entry picks its turn from the request body), `after` answers past its end;
+    `websocket` also serves the Responses WebSocket (`GET /v1/responses`, Codex's transport)."""
     own = dict(scripts or {})
     served: Counter[str] = Counter()
 
@@ -90,6 +93,33 @@ def create_mock_app(
         if payload.get("stream"):
             return _sse(responses.stream_events(payload, rid, output))
         return _json(responses.response_body(payload, rid, output, done=True))
+
+    async def responses_socket(socket: WebSocket) -> None:
+        """The Responses WebSocket as Codex speaks it: each `response.create` message (the
+        request body with its type, often only new items after `previous_response_id`) is
+        answered with the stream's events, one message each; a callable script entry is given
+        the whole conversation as `input`."""
+        await socket.accept()
+        try:
+            while True:
+                message = orjson.loads(await socket.receive_text())
+                if message.get("type") != "response.create":
+                    continue  # `response.processed` and the like need no answer
+                payload = {k: v for k, v in message.items() if k != "type"}
+                app.state.received.append(payload)
+                app.state.socket_messages.append(message)
+                served["responses"] += 1
+                history = memory.history(payload) or []
+                seen = {**payload, "input": history}  # the whole conversation, as a model sees it
+                turns = own.get("responses", script or [])
+                turn = pick(turns, responses.turns_taken(history), seen, after)
+                rid = f"resp_mock_{len(app.state.received)}"
+                output = responses.output_items(turn)
+                memory.remember(rid, history, output)
+                for event in responses.event_objects(payload, rid, output):
+                    await socket.send_text(orjson.dumps(event).decode())
+        except WebSocketDisconnect:
+            return
 
     async def messages_route(request: Request) -> Response:
         payload, turns, before = await receive(request, "messages")
@@ -127,7 +157,9 @@ def create_mock_app(
             Route("/v1beta/models/{target}", gemini_route, methods=["POST"]),
             Route("/v1/models/{target}", gemini_route, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            *([WebSocketRoute("/v1/responses", responses_socket)] if websocket else []),
         ]
     )
     app.state.received = []
+    app.state.socket_messages = []
     return app

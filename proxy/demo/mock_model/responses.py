@@ -110,6 +110,12 @@ def _item_events(item: Item, index: int) -> list[tuple[str, Item]]:
 
 def stream_events(payload: dict[str, Any], rid: str, output: list[Item]) -> list[bytes]:
     """The SSE frames of a streamed response, numbered by `sequence_number`."""
+    return [sse(event["type"], event) for event in event_objects(payload, rid, output)]
+
+
+def event_objects(payload: dict[str, Any], rid: str, output: list[Item]) -> list[Item]:
+    """The events of a streamed response, numbered by `sequence_number` (SSE `data`, or one
+    WebSocket message each)."""
     shell = response_body(payload, rid, output, done=False)
     events: list[tuple[str, Item]] = [
         ("response.created", {"response": shell}),
@@ -118,10 +124,7 @@ def stream_events(payload: dict[str, Any], rid: str, output: list[Item]) -> list
     for index, item in enumerate(output):
         events += _item_events(item, index)
     events.append(("response.completed", {"response": response_body(payload, rid, output, True)}))
-    return [
-        sse(name, {"type": name, "sequence_number": n, **data})
-        for n, (name, data) in enumerate(events)
-    ]
+    return [{"type": name, "sequence_number": n, **data} for n, (name, data) in enumerate(events)]
 
 
 def input_items(payload: dict[str, Any]) -> list[Item]:
