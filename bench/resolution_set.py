@@ -250,7 +250,7 @@ class Gemini(Dialect):
     name = "gemini"
 
     def read(self, path: str) -> tuple[str, dict[str, Any]]:
-        return "read_file", {"absolute_path": f"{self.root}/{path}"}
+        return "read_file", {"file_path": f"{self.root}/{path}"}
 
     def read_missing(self, path: str) -> tuple[str, bool]:
         return f"File not found: {self.root}/{path}", True
