@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery_proxy.core import render
+from recovery_proxy.core import render, resolutions
 from recovery_proxy.core.conversation import Position
 from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.rules.model import Rules
@@ -76,9 +76,10 @@ def fit_block(
     if systemic:
         return "\n\n".join([systemic, *notices])
     keep = min(len(earlier), MAX_EARLIER)
+    resolved = resolutions.similar(state, record, rules)
     while True:
         shown = earlier[len(earlier) - keep :]
-        text = render.block(rules, record, shown, hints, notices, error_shown)
+        text = render.block(rules, record, shown, hints, notices, error_shown, resolved)
         if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
             return text
         if keep > 3:

@@ -81,7 +81,7 @@ class Stats(BaseModel):
     tokens_injected: int = 0  # tokens of texts added for the first time (0 in control)
 
 
-EventKind = Literal["block", "notice", "escalation", "compaction", "summary"]
+EventKind = Literal["block", "notice", "escalation", "compaction", "summary", "resolution"]
 
 
 class Event(BaseModel):
@@ -93,6 +93,74 @@ class Event(BaseModel):
     call_id: str = ""
     text: str = ""
     ref: str = ""  # a block's result key: its full text is `annotations[ref]` (kept once)
+
+
+# --- resolution memory (proxy/core/resolutions.py): what finally worked after a failure ---
+MAX_RESOLUTIONS = 20
+MAX_OPEN = 16  # failures not yet resolved, newest kept
+MAX_DONE = 12  # recent successes (finders and fixing steps) while failures are open
+MAX_NAMES = 40  # file names kept from one success's output
+
+
+class OpenFailure(BaseModel):
+    """A failure that no later success has resolved yet."""
+
+    key: str  # the failure record's call id
+    tool: str
+    target: str
+    category: str
+    signature: str  # `call_signature`: equal for identical calls
+    step: int  # the session's result counter when it arrived
+    turn: int
+    values: list[str] = Field(default_factory=list)  # its string arguments (short ones)
+
+
+class Done(BaseModel):
+    """A successful call seen while failures were open."""
+
+    tool: str
+    target: str
+    step: int
+    names: list[str] = Field(default_factory=list)  # file names its output mentions
+
+
+class Resolution(BaseModel):
+    """Failures on one operation and target, and the success that ended them."""
+
+    failed: list[str]  # the failure records' call ids, oldest first
+    operation: str  # the (last) failure's
+    target: str
+    category: str
+    error: str
+    about: str = ""  # the failure's subject or target (FailureRecord.about)
+    kind: Literal["retry", "alternative"]
+    tool: str  # the call that worked
+    worked: str  # its target
+    via: list[tuple[str, str]] = Field(default_factory=list)  # (tool, target) that found it
+    changed: bool = False  # a retry with other arguments
+    call_id: str = ""  # the successful result's key
+    turn: int = 0
+    turns: int = 0  # from the first failure to this success
+    time: float = 0.0
+
+
+class Resolutions(BaseModel):
+    """The session's resolution memory: open failures, recent successes, what worked."""
+
+    step: int = 0  # tool results seen
+    open: list[OpenFailure] = Field(default_factory=list)
+    done: list[Done] = Field(default_factory=list)
+    items: list[Resolution] = Field(default_factory=list)
+    resolved: int = 0  # failure streaks resolved (a counter, never trimmed)
+    turns: int = 0  # their turns to resolution, summed
+
+    def trim(self) -> None:
+        del self.open[:-MAX_OPEN]
+        del self.done[:-MAX_DONE]
+        del self.items[:-MAX_RESOLUTIONS]
+
+
+# --- end of resolution memory ---
 
 
 class Link(BaseModel):
@@ -121,6 +189,7 @@ class SessionState(BaseModel):
     timeline: list[Event] = Field(default_factory=list)  # newest last, capped
     updated: float = 0.0
     name: str = ""  # what the agent or user called it (its id), or "fingerprint: <first line>"
+    resolutions: Resolutions = Field(default_factory=Resolutions)  # what worked (issue 27)
 
     def trim(self) -> None:
         """Apply every cap, dropping the oldest entries first."""
@@ -130,6 +199,7 @@ class SessionState(BaseModel):
         del self.loop.steps[:-MAX_CALLS]
         del self.loop.pending[:-MAX_PENDING]
         del self.timeline[:-MAX_TIMELINE]
+        self.resolutions.trim()
         for mapping, cap in (
             (self.annotations, MAX_ANNOTATIONS),
             (self.seen, MAX_SEEN),

@@ -20,7 +20,7 @@ import hashlib
 
 import orjson
 
-from recovery_proxy.core import loops, render
+from recovery_proxy.core import loops, render, resolutions
 from recovery_proxy.core.classify import Verdict, classify, target_of
 from recovery_proxy.core.compaction import (
     detect_compaction,
@@ -209,6 +209,7 @@ def _annotate(
         )
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
+        resolutions.failed(state, record, result, signature)
         plan.new_failures.append(verdict.category)
         count = sum(1 for r in state.records if same_failure(r, record))
         if count > 1:
@@ -219,6 +220,11 @@ def _annotate(
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
+        arguments = result.call.arguments if result.call else {}
+        target = target_of(arguments, rules)
+        worked = resolutions.succeeded(state, result, target, signature, now)
+        if worked:
+            event(state, now, "resolution", result.call_id, resolutions.event_text(worked, rules))
         if state.consecutive_failures:  # a streak of failures ended
             stats.streak_total += state.consecutive_failures
             stats.streaks += 1
