@@ -57,7 +57,7 @@ def failed(
         OpenFailure(
             key=record.call_id,
             tool=record.operation,
-            target=record.target,
+            target=effective_target(record.target, result),
             category=record.category,
             signature=signature,
             step=memory.step,
@@ -77,7 +77,7 @@ def succeeded(
     _age(state)
     if not memory.open:
         return None
-    tool = result.tool
+    tool, target = result.tool, effective_target(target, result)
     found = _retry(state, tool, target, signature) or _alternative(state, result, target)
     resolution = None
     if found:
@@ -199,6 +199,19 @@ def _age(state: SessionState) -> None:
     oldest = memory.step - WINDOW
     memory.open = [f for f in memory.open if f.step > oldest]
     memory.done = [d for d in memory.done if d.step > oldest]
+
+
+def effective_target(target: str, result: ToolResult) -> str:
+    """The call's target, else the first path in its string arguments (a patch's file:
+    Codex's `apply_patch` names it only inside `*** Update File: src/x.ts`)."""
+    if target or result.call is None:
+        return target
+    for value in result.call.arguments.values():
+        if isinstance(value, str):
+            for token in _TOKEN.findall(value[:SCAN]):
+                if "/" in token or _EXT.search(token):
+                    return token
+    return ""
 
 
 def _path(target: str) -> str:
