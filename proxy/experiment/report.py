@@ -13,6 +13,10 @@ tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each se
   the report runs (`consecutive_failures` > 0) counts as one streak of its length so far: an
   agent that never recovers is the worst case, not a missing one.
 
+At arm level only (pooled): `streaks_resolved`, failure streaks a later success resolved
+(proxy/core/resolutions.py), and `mean_turns_to_resolution`, turns from a streak's first
+failure to that success.
+
 A session without the denominator (no tool results, no failures, no streak) has no value for
 that metric and is left out of it (`n` says how many sessions each mean covers).
 
@@ -99,6 +103,7 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
 def _zero() -> dict[str, int]:
     keys = ("sessions", "tool_results", "failures", "repeat_failures", "loop_notices")
     rest = ("escalations", "streak_total", "streaks", "tokens_injected")
+    rest += ("streaks_resolved", "resolution_turns")
     return dict.fromkeys(keys + rest, 0)
 
 
@@ -114,12 +119,15 @@ def _add(totals: dict[str, int], state: SessionState) -> None:
     totals["streak_total"] += total
     totals["streaks"] += count
     totals["tokens_injected"] += s.tokens_injected
+    totals["streaks_resolved"] += state.resolutions.resolved  # proxy/core/resolutions.py
+    totals["resolution_turns"] += state.resolutions.turns
 
 
 def _arm(totals: dict[str, int], values: dict[str, list[float]]) -> dict[str, Any]:
     out: dict[str, Any] = dict(totals)
     out["repeat_failure_rate"] = _ratio(totals["repeat_failures"], totals["failures"])
     out["mean_streak"] = _ratio(totals["streak_total"], totals["streaks"])
+    out["mean_turns_to_resolution"] = _ratio(totals["resolution_turns"], totals["streaks_resolved"])
     out["per_session"] = {
         metric: {"n": len(v), "mean": fmean(v) if v else None} for metric, v in values.items()
     }
@@ -210,6 +218,8 @@ def format_report(report: dict[str, Any]) -> str:
         ("repeat and loop notices (fired/would)", "loop_notices"),
         ("escalations", "escalations"),
         ("mean failure streak", "mean_streak"),
+        ("streaks resolved", "streaks_resolved"),
+        ("mean turns to resolution", "mean_turns_to_resolution"),
         ("tokens injected", "tokens_injected"),
     )
     for label, key in rows:

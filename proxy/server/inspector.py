@@ -102,6 +102,7 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
         ],
         "compactions": [compaction.model_dump() for compaction in state.compactions],
         "summary": state.summary,
+        "resolutions": [r.model_dump() for r in state.resolutions.items],  # what worked
     }
 
 
