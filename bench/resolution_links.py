@@ -10,7 +10,8 @@ the share of the linker's pairs a reader drew, recall the share of the reader's 
 
     python -m bench.resolution_links            # both parts
     python -m bench.resolution_links --json     # the figures as JSON
-    python -m bench.resolution_links --misses   # each wrong or missed pair
+    python -m bench.resolution_links --misses   # each wrong or missed pair (look at the
+                                                # unseen part's only once tuning is over)
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 import orjson
 import yaml
 
+from recovery_proxy import tokens
+from recovery_proxy.core import render, resolutions
 from recovery_proxy.core.plan import Budget
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.tracker import observe
@@ -75,7 +78,8 @@ def body(fmt: str, tid: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
             items.append({"type": "function_call_output", "call_id": cid, "output": s["out"]})
         return {"model": "gpt-5-codex", "instructions": SYSTEM, "input": items, "store": False}
     if fmt == "anthropic_messages":
-        turns: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": TASK}]}]
+        task = [{"type": "text", "text": TASK}]
+        turns: list[dict[str, Any]] = [{"role": "user", "content": task}]
         for i, s in enumerate(steps):
             cid = call_id(tid, i)
             use = {"type": "tool_use", "id": cid, "name": s["tool"], "input": s["args"]}
@@ -160,15 +164,38 @@ def score(transcripts: list[dict[str, Any]], rules: Rules) -> dict[str, Any]:
     }
 
 
+def summary_cost(transcripts: list[dict[str, Any]], rules: Rules) -> dict[str, Any]:
+    """Tokens (recovery_proxy.tokens.count, gpt-4o) the resolution lines add to the summary
+    each session would get if it were compacted now (every failure record in it)."""
+    added: list[int] = []
+    base: list[int] = []
+    for t in transcripts:
+        state = replay(t, rules)
+        if not state.records or not state.resolutions.items:
+            continue
+        notes = resolutions.summary_notes(state, rules)
+        plain = tokens.count(render.summary(rules, state.records), "gpt-4o")
+        full = tokens.count(render.summary(rules, state.records, notes), "gpt-4o")
+        base.append(plain)
+        added.append(full - plain)
+    return {
+        "summaries": len(added),
+        "summary_tokens_mean": sum(base) / len(base) if base else 0,
+        "added_tokens_mean": sum(added) / len(added) if added else 0,
+        "added_tokens_max": max(added, default=0),
+    }
+
+
 def load(part: str) -> list[dict[str, Any]]:
     return yaml.safe_load((DATA / PARTS[part]).read_text())
 
 
 def main(argv: list[str]) -> None:
     rules = load_rules(default_rules_dir())
-    results = {part: score(load(part), rules) for part in PARTS}
+    results: dict[str, Any] = {part: score(load(part), rules) for part in PARTS}
+    cost = summary_cost(load("tuned") + load("unseen"), rules)
     if "--json" in argv:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({**results, "summary_cost": cost}, indent=2))
         return
     for part, r in results.items():
         print(
@@ -177,8 +204,13 @@ def main(argv: list[str]) -> None:
             f"({r['predicted']} predicted); kind agrees {r['kind_agrees']:.3f}, "
             f"via agrees {r['via_agrees']:.3f}"
         )
-        if "--misses" in argv and part != "unseen":
+        if "--misses" in argv:
             print("\n".join("  " + m for m in r["misses"]))
+    print(
+        f"summary cost: {cost['summaries']} sessions with a resolution; their summary "
+        f"{cost['summary_tokens_mean']:.1f} tokens on average without resolution lines, "
+        f"+{cost['added_tokens_mean']:.1f} with them (max +{cost['added_tokens_max']})"
+    )
 
 
 if __name__ == "__main__":

@@ -104,9 +104,7 @@ def quoted(text: str) -> str:
     return orjson.dumps(text).decode()
 
 
-def summary(
-    rules: Rules, records: list[FailureRecord], notes: dict[str, str] | None = None
-) -> str:
+def summary(rules: Rules, records: list[FailureRecord], notes: dict[str, str] | None = None) -> str:
     """The post-compaction summary: every tool-supplied part quoted as data. `notes`: a line
     to put under a failure's item (by call id: what resolved it)."""
     t = rules.templates

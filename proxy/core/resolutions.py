@@ -45,9 +45,7 @@ _TOKEN = re.compile(r"""[^\s"'`,;()\[\]{}<>=]+""")
 _EXT = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 
 
-def failed(
-    state: SessionState, record: FailureRecord, result: ToolResult, signature: str
-) -> None:
+def failed(state: SessionState, record: FailureRecord, result: ToolResult, signature: str) -> None:
     """A failure arrived: it stays open until a success resolves it or it ages out."""
     memory = state.resolutions
     memory.step += 1
