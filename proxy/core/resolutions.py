@@ -81,8 +81,9 @@ def succeeded(
     if found:
         group, kind, via = found
         resolution = _record(state, group, kind, via, tool, target, signature, result, now)
-    if memory.open:  # it may name a file a later call reads
-        names = _names(result.text)
+    if memory.open:  # it may name a file a later call reads instead of a missing one
+        wanted = any(f.category in ALTERNATIVE for f in memory.open)
+        names = _names(result.text) if wanted else []
         memory.done.append(Done(tool=tool, target=target, step=memory.step, names=names))
     else:
         memory.done.clear()

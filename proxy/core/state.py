@@ -99,7 +99,7 @@ class Event(BaseModel):
 MAX_RESOLUTIONS = 20
 MAX_OPEN = 16  # failures not yet resolved, newest kept
 MAX_DONE = 12  # recent successes (finders and fixing steps) while failures are open
-MAX_NAMES = 40  # file names kept from one success's output
+MAX_NAMES = 100  # file names kept from one success's output (a listing, a search)
 
 
 class OpenFailure(BaseModel):

@@ -193,6 +193,12 @@ async def test_an_alternative_found_by_a_listing_shows_after_compaction(name: st
             "src/settings.ts",
         )
         assert resolution["via"] == [["list_dir", "src"]] and len(resolution["failed"]) == 2
+        page = await client.get(
+            f"/admin/sessions/{agent.session}",
+            headers={"Authorization": f"Bearer {TOKEN}", "Accept": "text/html"},
+        )
+        assert '<span class="tag k-resolution">resolution</span>' in page.text
+        assert "found by list_dir(&quot;src&quot;)" in page.text
         events = [e for e in body["timeline"] if e["kind"] == "resolution"]
         assert [e["text"] for e in events] == [
             'read_file("src/config.ts") not_found x2 -> worked: read_file("src/settings.ts"), '
