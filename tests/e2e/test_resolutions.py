@@ -4,7 +4,9 @@ API's session detail and in the A/B report; a streak that ends in giving up show
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,6 +40,14 @@ def strings(node: Any) -> Iterator[str]:
     elif isinstance(node, dict):
         for value in node.values():
             yield from strings(value)
+
+
+def readme_example() -> str:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text(encoding="utf-8").split("### What worked", 1)[1]
+    match = re.search(r"```\n(.*?)\n```", section, re.S)
+    assert match, "the README lost its resolution example"
+    return match.group(1)
 
 
 class Driver:
@@ -181,6 +191,7 @@ async def test_an_alternative_found_by_a_listing_shows_after_compaction(name: st
         item = '- [not_found] read_file("src/config.ts") failed (turn 2): '
         worked = '  -> worked (turn 4): read_file("src/settings.ts"), found by list_dir("src")'
         assert f'{item}"{missing}"\n{worked}' in summary
+        assert readme_example() in summary  # README's "What worked" is the real output
         # Frozen: a later request carries the same bytes.
         await agent.call("read_file", {"path": "src/settings.ts"}, "export const port = 3000;")
         assert f'{item}"{missing}"\n{worked}' in agent.text()
