@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from recovery_proxy.core import render, resolutions
+from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Position
-from recovery_proxy.core.state import FailureRecord, SessionState
+from recovery_proxy.core.state import FailureRecord, Resolution, SessionState
 from recovery_proxy.rules.model import Rules
 
 
@@ -49,6 +49,9 @@ class Plan:
     compaction: list[str] = field(default_factory=list)  # signals, when one was detected
 
     fresh: int = 0  # texts rendered for the first time in this request (the rest re-applied)
+    # Known fixes (proxy/core/known_fixes.py): resolutions to learn, offers' outcomes (id, what)
+    learned: list[Resolution] = field(default_factory=list)
+    known: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def injected(self) -> int:
@@ -66,9 +69,11 @@ def fit_block(
     budget: Budget,
     notices: list[str],
     error_shown: bool = False,
+    resolved: str = "",
 ) -> str:
     """Render the block, shrinking it (older attempts, then hints) to the per-block cap.
-    `error_shown`: the block goes right under its error line (render.block)."""
+    `error_shown`: the block goes right under its error line (render.block); `resolved`:
+    what worked for a similar failure (proxy/core/resolutions.py, known_fixes.py)."""
     earlier = earlier_attempts(state, record)
     category = rules.category(record.category) or rules.category("unknown")
     hints = list(category.hints_for(record.operation)) if category else []
@@ -76,7 +81,6 @@ def fit_block(
     if systemic:
         return "\n\n".join([systemic, *notices])
     keep = min(len(earlier), MAX_EARLIER)
-    resolved = resolutions.similar(state, record, rules)
     while True:
         shown = earlier[len(earlier) - keep :]
         text = render.block(rules, record, shown, hints, notices, error_shown, resolved)

@@ -144,6 +144,37 @@ class Resolution(BaseModel):
     time: float = 0.0
 
 
+MAX_KNOWN = 64  # known fixes one tenant keeps (proxy/core/known_fixes.py)
+MAX_FIX_SESSIONS = 32  # session keys a known fix remembers (to count distinct ones)
+MAX_OFFERS = 8  # known fixes offered in one session, newest kept
+
+
+class KnownFix(BaseModel):
+    """A resolution seen in several sessions of one tenant, by its failure's signature."""
+
+    id: str
+    signature: str  # operation, target, category and the error, normalised
+    fix: Resolution  # the latest session's resolution (what it says comes from this)
+    sessions: list[str] = Field(default_factory=list)  # distinct session keys, newest last
+    seen: int = 0  # distinct sessions that resolved it this way
+    offered: int = 0  # sessions it was offered in (report)
+    followed: int = 0  # ... whose next call matched it
+    resolved: int = 0  # ... whose failure was then resolved
+    updated: float = 0.0
+
+
+class Offer(BaseModel):
+    """A known fix offered in this session, to see whether it was followed and worked."""
+
+    id: str
+    failure: str  # the failure record's call id it was offered under
+    step: int
+    tool: str
+    targets: list[str]  # the fix's call and the steps before it: following it calls one
+    followed: bool = False
+    resolved: bool = False
+
+
 class Resolutions(BaseModel):
     """The session's resolution memory: open failures, recent successes, what worked."""
 
@@ -153,11 +184,16 @@ class Resolutions(BaseModel):
     items: list[Resolution] = Field(default_factory=list)
     resolved: int = 0  # failure streaks resolved (a counter, never trimmed)
     turns: int = 0  # their turns to resolution, summed
+    offers: list[Offer] = Field(default_factory=list)  # known fixes offered here
+    known: dict[str, KnownFix] = Field(default_factory=dict)  # a tenant's known-fixes state only
 
     def trim(self) -> None:
         del self.open[:-MAX_OPEN]
         del self.done[:-MAX_DONE]
         del self.items[:-MAX_RESOLUTIONS]
+        del self.offers[:-MAX_OFFERS]
+        while len(self.known) > MAX_KNOWN:  # the least recently seen goes
+            del self.known[min(self.known, key=lambda k: self.known[k].updated)]
 
 
 # --- end of resolution memory ---

@@ -20,7 +20,7 @@ import hashlib
 
 import orjson
 
-from recovery_proxy.core import loops, render, resolutions
+from recovery_proxy.core import known_fixes, loops, render, resolutions
 from recovery_proxy.core.classify import Verdict, classify, target_of
 from recovery_proxy.core.compaction import (
     detect_compaction,
@@ -47,6 +47,7 @@ from recovery_proxy.core.state import (
     MAX_SEEN,
     Compaction,
     FailureRecord,
+    KnownFix,
     SessionState,
 )
 from recovery_proxy.core.timeline import event, new_event, summarised
@@ -74,9 +75,11 @@ def observe(
     now: float,
     verdicts: dict[str, Verdict] | None = None,
     control: bool = False,
+    known: list[KnownFix] | None = None,
 ) -> Plan:
     """Update `state` from `conv` and return the plan for this request. `control`: the
-    caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put."""
+    caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put.
+    `known`: the tenant's known fixes that may be offered (proxy/core/known_fixes.py)."""
     plan = Plan()
     thread = conv.thread
     identify(conv.results)
@@ -124,7 +127,9 @@ def observe(
             visible.add(result.key)
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)
-        text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
+        text = _annotate(
+            state, result, verdict, rules, budget, now, thread, plan, quiet_one, known or []
+        )
         if text and not result.text.endswith(text):  # already carries exactly this block
             state.annotations[result.key] = text
             plan.fresh += 1
@@ -180,6 +185,7 @@ def _annotate(
     thread: str,
     plan: Plan,
     quiet: bool = False,
+    known: list[KnownFix] | None = None,
 ) -> str:
     """Record one newly seen result and render what goes after it ("" for nothing). A `quiet`
     result (history at first sight) is recorded, never annotated or escalated."""
@@ -191,6 +197,7 @@ def _annotate(
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
+    offer = None
     stats = state.stats
     if verdict.error:
         state.consecutive_failures += 1
@@ -210,6 +217,8 @@ def _annotate(
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
         resolutions.failed(state, record, result, signature)
+        target = resolutions.effective_target(record.target, result)
+        plan.known += known_fixes.follow(state, result.tool, target, None)
         plan.new_failures.append(verdict.category)
         count = sum(1 for r in state.records if same_failure(r, record))
         if count > 1:
@@ -225,6 +234,9 @@ def _annotate(
         worked = resolutions.succeeded(state, result, target, signature, now)
         if worked:
             event(state, now, "resolution", result.call_id, resolutions.event_text(worked, rules))
+            plan.learned.append(worked)
+        target = resolutions.effective_target(target, result)
+        plan.known += known_fixes.follow(state, result.tool, target, worked)
         if state.consecutive_failures:  # a streak of failures ended
             stats.streak_total += state.consecutive_failures
             stats.streaks += 1
@@ -243,7 +255,11 @@ def _annotate(
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
     elif record is not None and budget.remaining > 0:
         shown = error_on_screen(result.text, record.error, rules)
-        text = fit_block(state, record, rules, budget, notices + escalation_texts, shown)
+        hint = resolutions.similar(state, record, rules)
+        if not hint and known:
+            target = resolutions.effective_target(record.target, result)
+            hint, offer = known_fixes.offer(state, record, target, known, rules)
+        text = fit_block(state, record, rules, budget, notices + escalation_texts, shown, hint)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
     else:
@@ -253,4 +269,12 @@ def _annotate(
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
         if text and not budget.take(text, escalation=True):
             text = ""
+    if offer is not None and offer_said(text, hint):
+        state.resolutions.offers.append(offer)
+        plan.known.append((offer.id, "offered"))
     return text
+
+
+def offer_said(text: str, hint: str) -> bool:
+    """The block going out carries the known fix's line."""
+    return bool(hint) and hint in text

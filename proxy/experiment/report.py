@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
+from recovery_proxy.core.resolutions import call
 from recovery_proxy.core.state import SessionState, Stats
 from recovery_proxy.experiment.arms import arm_of
 
@@ -77,7 +78,9 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
     values: dict[str, dict[str, list[float]]] = {a: {m: [] for m in METRICS} for a in ARMS}
     totals: dict[str, dict[str, int]] = {a: _zero() for a in ARMS}
     skipped = 0
+    known: list[dict[str, Any]] = []
     for key, state in sessions:
+        known += known_fix_rows(key, state)
         if state.links:
             skipped += 1
             continue
@@ -97,7 +100,30 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
         metric: compare(values["treatment"][metric], values["control"][metric])
         for metric in METRICS
     }
+    report["known_fixes"] = known
     return report
+
+
+def known_fix_rows(key: str, state: SessionState) -> list[dict[str, Any]]:
+    """Per known fix of a tenant's known-fixes entry (proxy/session/known.py): what it fixes,
+    in how many sessions, and how often it was offered, followed and resolved the failure."""
+    rows = []
+    for fix in state.resolutions.known.values():
+        r = fix.fix
+        rows.append(
+            {
+                "tenant": key.partition(":")[0],
+                "failed": call(r.operation, r.target),
+                "category": r.category,
+                "worked": call(r.tool, r.worked),
+                "via": [call(tool, target) for tool, target in r.via],
+                "sessions": fix.seen,
+                "offered": fix.offered,
+                "followed": fix.followed,
+                "resolved": fix.resolved,
+            }
+        )
+    return rows
 
 
 def _zero() -> dict[str, int]:
@@ -239,6 +265,14 @@ def format_report(report: dict[str, Any]) -> str:
             low, high = row["ci95"]
             line += f"  [{low:+.3f}, {high:+.3f}]  n = {row['n_treatment']} vs {row['n_control']}"
         lines.append(line)
+    if report.get("known_fixes"):
+        lines += ["", "known fixes (learned per tenant; offered in treatment sessions only):"]
+        for row in report["known_fixes"]:
+            lines.append(
+                f"  {row['tenant']}  {row['failed']} {row['category']} -> {row['worked']}: "
+                f"{row['sessions']} sessions, offered {row['offered']}, followed "
+                f"{row['followed']}, resolved {row['resolved']}"
+            )
     if not c["sessions"]:
         lines += ["", "No control sessions: set RECOVERY_PROXY_CONTROL_FRACTION (e.g. 0.2)."]
     if report["skipped_index_states"]:

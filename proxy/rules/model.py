@@ -122,6 +122,7 @@ class Templates:
     summary_resolution: str
     resolved_before: str
     resolution_event: str
+    known_fix: str
 
 
 @dataclass(frozen=True)

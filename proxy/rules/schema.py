@@ -158,6 +158,7 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
         "summary_resolution": "turn count worked how",
         "resolved_before": "failed category count worked how",
         "resolution_event": "failed category count worked how",
+        "known_fix": "sessions failed category worked how",
     }.items()
 }
 TEMPLATE_NAMES = set(TEMPLATE_FIELDS)

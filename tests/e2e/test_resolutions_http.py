@@ -75,8 +75,8 @@ class Driver:
 class Chat(Driver):
     format = "openai_chat"
 
-    def __init__(self, client: httpx.AsyncClient, key: str = "sk-tenant-a") -> None:
-        self.agent = ScriptedAgent(client, session="res-chat", api_key=key)
+    def __init__(self, client: httpx.AsyncClient, session: str = "res-chat") -> None:
+        self.agent = ScriptedAgent(client, session=session)
 
     async def call(self, tool: str, args: dict[str, Any], out: str, err: bool = False) -> None:
         response = await self.agent.call(tool, args, out)
@@ -97,8 +97,8 @@ class Chat(Driver):
 class Responses(Driver):
     format = "openai_responses"
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.agent = ResponsesAgent(client)
+    def __init__(self, client: httpx.AsyncClient, session: str = "") -> None:
+        self.agent = ResponsesAgent(client, headers={"X-Session-Id": session} if session else {})
 
     async def call(self, tool: str, args: dict[str, Any], out: str, err: bool = False) -> None:
         response = await self.agent.call(tool, args, out)
@@ -118,8 +118,8 @@ class Responses(Driver):
 class Messages(Driver):
     format = "anthropic_messages"
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.agent = ClaudeAgent(client)
+    def __init__(self, client: httpx.AsyncClient, session: str = "") -> None:
+        self.agent = ClaudeAgent(client, headers={"X-Session-Id": session} if session else {})
 
     async def call(self, tool: str, args: dict[str, Any], out: str, err: bool = False) -> None:
         response = await self.agent.call(tool, args, out, True if err else None)
@@ -142,8 +142,8 @@ class Messages(Driver):
 class Gemini(Driver):
     format = "gemini"
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.agent = GeminiCliAgent(client, session="res-gemini")
+    def __init__(self, client: httpx.AsyncClient, session: str = "res-gemini") -> None:
+        self.agent = GeminiCliAgent(client, session=session)
 
     async def call(self, tool: str, args: dict[str, Any], out: str, err: bool = False) -> None:
         response = await self.agent.call(tool, args, {"error": out} if err else {"output": out})
