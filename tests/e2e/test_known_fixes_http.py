@@ -5,6 +5,8 @@ learned, followed up in the report, never across tenants, never in the control a
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +22,14 @@ OFFER = (
     'Learned from 2 earlier sessions (not verified in this one): read_file("src/config.ts") '
     '(not_found) was resolved by read_file("src/settings.ts"), found by list_dir("src").'
 )
+
+
+def readme_offer() -> str:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = " ".join(readme.read_text(encoding="utf-8").split())
+    match = re.search(r"`(Learned from [^`]*)`", text)
+    assert match, "the README lost its known-fix example"
+    return match.group(1)
 
 
 async def resolve(agent: Driver | ScriptedAgent) -> None:
@@ -85,7 +95,7 @@ async def test_never_across_tenants() -> None:
         assert "Learned from" not in stranger.last_tool_text
         owner = ScriptedAgent(client, session="a-later", api_key="sk-tenant-a")
         await owner.call("read_file", {"path": "src/config.ts"}, MISSING)
-        assert "Learned from 3 earlier sessions" in owner.last_tool_text
+        assert readme_offer() in owner.last_tool_text  # the README's example, word for word
         rows = (await report(client))["known_fixes"]
         assert len({row["tenant"] for row in rows}) == 1
 
