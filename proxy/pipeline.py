@@ -35,6 +35,7 @@ from recovery_proxy.session.keys import (
 from recovery_proxy.session.known import KnownFixes
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks
+from recovery_proxy.wire import WireFormat
 
 log = logging.getLogger("recovery_proxy")
 
@@ -163,14 +164,9 @@ class RecoveryPipeline:
         self, request: ChatRequest, model: str, rules: Rules
     ) -> tuple[int, int, bool]:
         """(request cap, window headroom, escalations only) for this request."""
-        th = rules.thresholds
-        window = tokens.context_window(model, self.settings.context_window)
-        used = len(request.body) // tokens.CHARS_PER_TOKEN
-        near = th.near_window * window
-        if 0.8 * near < used < 1.25 * near:  # close to the line: count exactly (slow on big bodies)
-            used = request.wire.count_tokens(request.payload, model)
-        headroom = max(0, window - used)
-        return th.request_tokens, headroom, used > th.near_window * window
+        return budget_numbers(
+            len(request.body), request.payload, request.wire, model, rules, self.settings
+        )
 
     def _count(self, plan: Plan, control: bool = False) -> None:
         """Metrics for one plan. A control session counts what was observed only: nothing was
@@ -188,6 +184,25 @@ class RecoveryPipeline:
             self.metrics.injections.labels("block").inc(len(plan.appends))
         if plan.summary:
             self.metrics.injections.labels("summary").inc()
+
+
+def budget_numbers(
+    size: int,
+    payload: dict[str, Any],
+    wire: WireFormat,
+    model: str,
+    rules: Rules,
+    settings: Settings | None = None,
+) -> tuple[int, int, bool]:
+    """(request cap, window headroom, escalations only) for a body of `size` bytes."""
+    th = rules.thresholds
+    window = tokens.context_window(model, settings.context_window if settings else None)
+    used = size // tokens.CHARS_PER_TOKEN
+    near = th.near_window * window
+    if 0.8 * near < used < 1.25 * near:  # close to the line: count exactly (slow on big bodies)
+        used = wire.count_tokens(payload, model)
+    headroom = max(0, window - used)
+    return th.request_tokens, headroom, used > th.near_window * window
 
 
 # An integer orjson cannot hold (over 64 bits) is read as a float and would be written back as

@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="machine-readable output")
     explain.add_argument("--rules", type=Path, help="rules directory (default: bundled)")
     explain.add_argument("--extra-rules", type=Path, help=EXTRA_RULES_HELP)
+    explain.add_argument(
+        "--format",
+        metavar="NAME",
+        help="the body's wire format: openai_chat, openai_responses, anthropic_messages or "
+        "gemini (default: detected from its shape)",
+    )
 
     rules = commands.add_parser("rules", help="work with rule files")
     rules_commands = rules.add_subparsers(dest="rules_command", required=True)
@@ -206,8 +212,10 @@ def _command(args: argparse.Namespace) -> int:
         from recovery_proxy.cli.explain import run_explain
         from recovery_proxy.cli.serve import serve_settings
 
-        extra_rules = serve_settings(args).extra_rules  # --rules stays: default bundled
-        return run_explain(args.file, args.json, args.rules, extra_rules)
+        settings = serve_settings(args)  # --rules stays: default bundled
+        return run_explain(
+            args.file, args.json, args.rules, settings.extra_rules, args.format, settings
+        )
     return 2
 
 

@@ -141,6 +141,18 @@ def identify(results: list[ToolResult]) -> None:
         result.key = base if n == 1 else f"{base}#{n}"
 
 
+HEX = frozenset("0123456789abcdef")
+
+
+def call_id_of(key: str) -> str:
+    """The call id a result's identity (`identify`) was made from."""
+    base, sep, tail = key.rpartition(":")
+    crc = tail.partition("#")[0]
+    if sep and len(base) < STRONG_ID and len(crc) == 8 and all(c in HEX for c in crc):
+        return base
+    return key
+
+
 def text_of(content: Any) -> str:
     """The text of a content: a string, or the `text` of each part of a list."""
     if isinstance(content, str):

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Position
 from recovery_proxy.core.state import FailureRecord, Resolution, SessionState
 from recovery_proxy.rules.model import Rules
+
+# Why a failure in a request got no block (`Plan.skipped`; at most a notice or an escalation
+# went out), for `recovery-proxy explain`:
+Skip = Literal[
+    "history",  # first seen as history: only the newest tool batch is annotated (cache-safe)
+    "unjudged",  # past the results one request may judge (`tracker.MAX_JUDGED`, `MAX_SEEN`)
+    "request_budget",  # the request's cap of new tokens was spent
+    "window",  # it would not fit in what is left of the context window
+    "near_window",  # the request is near the context window: only escalations go out
+    "present",  # the result already ends with exactly this text
+]
 
 
 @dataclass
@@ -24,11 +35,14 @@ class Budget:
     headroom: int
     escalations_only: bool = False
     spent: int = 0  # tokens taken so far
+    refused: Skip = "request_budget"  # the limit the latest refused `take` hit
 
     def take(self, text: str, escalation: bool = False) -> bool:
-        """Spend the tokens of `text` if it fits; False (nothing spent) if it does not."""
+        """Spend the tokens of `text` if it fits; False (nothing spent, `refused` says which
+        limit) if it does not."""
         cost = self.count(text)
         if cost > self.headroom or (cost > self.remaining and not escalation):
+            self.refused = "window" if cost > self.headroom else "request_budget"
             return False
         self.remaining -= cost
         self.headroom -= cost
@@ -52,6 +66,8 @@ class Plan:
     # Known fixes (proxy/core/known_fixes.py): resolutions to learn, offers' outcomes (id, what)
     learned: list[Resolution] = field(default_factory=list)
     known: list[tuple[str, str]] = field(default_factory=list)
+    skipped: dict[Position, Skip] = field(default_factory=dict)  # failures that got no block
+    judged_from: int = 0  # results before this index were too old to judge ("unjudged")
 
     @property
     def injected(self) -> int:

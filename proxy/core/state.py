@@ -16,6 +16,8 @@ MAX_BLOCKED = 20
 MAX_PENDING = 4
 MAX_LINKS = 16
 MAX_TIMELINE = 100
+MAX_REQUESTS = 20  # request log rows (each stands for every request that carried the same)
+MAX_LISTED = 20  # re-applied texts a request log row names (the newest; the rest counted)
 
 
 class FailureRecord(BaseModel):
@@ -199,6 +201,25 @@ class Resolutions(BaseModel):
 # --- end of resolution memory ---
 
 
+class RequestRecord(BaseModel):
+    """One request the proxy rewrote or refused (proxy/core/request_log.py): what the model
+    received on top of what the agent sent. Texts are referenced, not copied: `added` and
+    `reapplied` name annotations (`SessionState.annotations`), `summary_at` the compaction
+    that froze the summary."""
+
+    time: float
+    turn: int
+    added: list[str] = Field(default_factory=list)  # annotation keys rendered in this request
+    reapplied: list[str] = Field(default_factory=list)  # earlier ones re-applied (newest listed)
+    more: int = 0  # re-applied texts beyond the listed ones
+    summary: Literal["", "added", "reapplied"] = ""
+    summary_at: float = 0.0  # time of the compaction whose summary it carried
+    tokens: int = 0  # tokens of the texts added for the first time (as the budget counts)
+    refused: str = ""  # the reason of a `block` escalation's 409 (nothing was forwarded)
+    repeats: int = 0  # later requests that carried exactly the same, merged into this row
+    last: float = 0.0  # the latest of them
+
+
 class Link(BaseModel):
     """In an agent's continuity index: the conversation a thread belongs to (proxy/continuity)."""
 
@@ -223,6 +244,7 @@ class SessionState(BaseModel):
     links: dict[str, Link] = Field(default_factory=dict)  # continuity index states only
     stats: Stats = Field(default_factory=Stats)
     timeline: list[Event] = Field(default_factory=list)  # newest last, capped
+    requests: list[RequestRecord] = Field(default_factory=list)  # newest last, capped
     updated: float = 0.0
     name: str = ""  # what the agent or user called it (its id), or "fingerprint: <first line>"
     resolutions: Resolutions = Field(default_factory=Resolutions)  # what worked (issue 27)
@@ -236,6 +258,7 @@ class SessionState(BaseModel):
         del self.loop.pending[:-MAX_PENDING]
         del self.timeline[:-MAX_TIMELINE]
         self.resolutions.trim()
+        del self.requests[:-MAX_REQUESTS]
         for mapping, cap in (
             (self.annotations, MAX_ANNOTATIONS),
             (self.seen, MAX_SEEN),

@@ -40,7 +40,8 @@ from recovery_proxy.core.notices import (
     repeat_notices,
     same_failure,
 )
-from recovery_proxy.core.plan import Budget, Plan, fit_block
+from recovery_proxy.core.plan import Budget, Plan, Skip, fit_block
+from recovery_proxy.core.request_log import Carried, log_request
 from recovery_proxy.core.state import (
     MAX_CALLS,
     MAX_RECORDS,
@@ -78,9 +79,11 @@ def observe(
     known: list[KnownFix] | None = None,
 ) -> Plan:
     """Update `state` from `conv` and return the plan for this request. `control`: the
-    caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put.
-    `known`: the tenant's known fixes that may be offered (proxy/core/known_fixes.py)."""
+    caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put and
+    the request log (proxy/core/request_log.py) gets no row. `known`: the tenant's known fixes
+    that may be offered (proxy/core/known_fixes.py)."""
     plan = Plan()
+    tokens_before = state.stats.tokens_injected
     thread = conv.thread
     identify(conv.results)
     visible = visible_failures(state, conv, rules)
@@ -89,10 +92,11 @@ def observe(
     seen = state.seen
     # Only the newest MAX_SEEN results can be remembered as judged: older ones are left alone
     # (judging them would evict, and re-judge, newer ones on every request).
-    start = max(0, len(conv.results) - MAX_SEEN)
+    start = plan.judged_from = max(0, len(conv.results) - MAX_SEEN)
     new = [(i, r) for i, r in enumerate(conv.results[start:], start) if r.key not in seen]
     for _, skipped in new[:-MAX_JUDGED]:
         seen[skipped.key] = True
+        plan.skipped[skipped.position] = "unjudged"
     del new[:-MAX_JUDGED]
     # A result first seen in history (proxy put in mid-session, state lost or evicted) is
     # recorded, but only the newest tool batch (from `batch_start`) is annotated: history
@@ -118,6 +122,7 @@ def observe(
     cache = verdicts if verdicts is not None else {}
     stats = state.stats
     stats.results += len(new)
+    added: list[str] = []
     for index, result in new:
         state.seen[result.key] = True
         if result.key not in cache:
@@ -130,8 +135,11 @@ def observe(
         text = _annotate(
             state, result, verdict, rules, budget, now, thread, plan, quiet_one, known or []
         )
-        if text and not result.text.endswith(text):  # already carries exactly this block
+        if text and result.text.endswith(text):  # already carries exactly this block
+            plan.skipped[result.position] = "present"
+        elif text:
             state.annotations[result.key] = text
+            added.append(result.key)
             plan.fresh += 1
             if not control:
                 stats.tokens_injected += budget.spent - spent
@@ -140,16 +148,23 @@ def observe(
                     state, now, "block", result.call_id, verdict.key_line, ref=result.key
                 )
                 state.timeline.insert(mark, block)
+    carried: list[str] = []
     for result in conv.results:
         text = state.annotations.get(result.key)
         if text:
             plan.appends[result.position] = text
+            carried.append(result.key)
     last = conv.results[-1] if conv.results else None
     if last and conv.ends_with_result and last.key in state.blocked:
         plan.reject = state.blocked[last.key]  # sticky until the conversation moves on
     if state.loop.reject and plan.reject is None:
         plan.reject = state.loop.reject
     plan.summary = state.summary
+    if not control:
+        summary = ("added" if signals else "reapplied") if plan.summary else ""
+        request = Carried(added, carried, summary, plan.reject or "")
+        tokens = stats.tokens_injected - tokens_before
+        log_request(state, request, tokens, now, bool(new or signals))
     remember_thread(state, conv, visible, marker)
     if new or signals or not state.updated:  # a first sight is dated too (it was 1970);
         state.updated = now  # an unchanged state is not written again (stores compare bytes)
@@ -224,6 +239,7 @@ def _annotate(
         if count > 1:
             stats.repeat_failures += 1
         if quiet:
+            plan.skipped[result.position] = "history"
             return ""
         notices += repeat_notices(record, rules, count)
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
@@ -251,8 +267,10 @@ def _annotate(
     escalation_texts = [rules.templates.escalation.format(reason=r) for r in escalations]
     if escalations:
         escalate(state, result, escalations, rules, plan, now)
+    why: Skip | None = None  # why a failure's block was left out (`Plan.skipped`)
     if budget.escalations_only:
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
+        why = "near_window"
     elif record is not None and budget.remaining > 0:
         shown = error_on_screen(result.text, record.error, rules)
         hint = resolutions.similar(state, record, rules)
@@ -262,16 +280,20 @@ def _annotate(
         text = fit_block(state, record, rules, budget, notices + escalation_texts, shown, hint)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
+        why = "request_budget"
     else:
-        return ""
+        text, why = "", "request_budget"
     if text and not budget.take(text):
         # Over the request cap or the window: only escalations may still go out.
+        why = budget.refused
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
         if text and not budget.take(text, escalation=True):
             text = ""
     if offer is not None and offer_said(text, hint):
         state.resolutions.offers.append(offer)
         plan.known.append((offer.id, "offered"))
+    if why is not None and record is not None:
+        plan.skipped[result.position] = why
     return text
 
 

@@ -37,6 +37,7 @@ from recovery_proxy.server.inspector import (
     escape,
     list_html,
     page,
+    refresh_seconds,
     session_detail,
     session_row,
     token_page,
@@ -186,7 +187,9 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
             return _json({"error": {"message": message, "type": "not_found"}}, 404)
         fraction = proxy.settings.control_fraction
         if wants_html:
-            return page(f"Session {key}", detail_html(key, state, fraction))
+            refresh = refresh_seconds(request.query_params.get("refresh"))
+            body = detail_html(key, state, fraction, refresh)
+            return page(f"Session {key}", body, refresh=refresh)
         return _json(session_detail(key, state, fraction))
 
     @routes.get("/report")

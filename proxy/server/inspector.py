@@ -1,6 +1,7 @@
 """What an operator sees of a session: its JSON row and detail (the admin API) and the
 server-rendered inspector pages. Everything taken from session state is escaped (tool errors
-are attacker-controlled text); pages carry a Content-Security-Policy allowing no script."""
+are attacker-controlled text); pages carry a Content-Security-Policy allowing no script. A
+session's page reloads itself every few seconds (a `<meta>` refresh, no script)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from recovery_proxy.core.state import SessionState
+from recovery_proxy.core.conversation import call_id_of
+from recovery_proxy.core.request_log import added_texts
+from recovery_proxy.core.state import RequestRecord, SessionState
 from recovery_proxy.core.timeline import with_added_text
 from recovery_proxy.experiment.arms import arm_of
 
@@ -54,6 +57,11 @@ dl div{background:#fff;border:1px solid #e5e7eb;border-radius:.375rem;padding:.3
 dt{font-size:.72rem;color:#6b7280}
 dd{margin:0;font-size:1.05rem;font-weight:600;font-variant-numeric:tabular-nums}
 .empty{padding:1rem;background:#fff;border:1px dashed #d1d5db;color:#6b7280}
+.added+.added{margin-top:.6rem}
+#requests pre{max-height:12rem}
+.repeats{font-size:.8rem;white-space:normal;margin-top:.2rem}
+.added .key{display:block;margin-bottom:.15rem;color:#374151}
+.refresh{margin-left:auto;font-size:.85rem}
 form{display:flex;gap:.5rem;margin-top:1rem}
 input{font:inherit;padding:.3rem .5rem;min-width:20rem}
 button{font:inherit;padding:.3rem .8rem}
@@ -70,6 +78,8 @@ COMMON_HEADERS = {
 }
 HTML_HEADERS = {**COMMON_HEADERS, "Content-Security-Policy": CSP, "X-Frame-Options": "DENY"}
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="recovery-proxy admin"'}
+REFRESH = 5  # seconds between reloads of a session page (`?refresh=N`, 0 stops it)
+MAX_REFRESH = 3600
 
 
 def iso(epoch: float) -> str:
@@ -101,9 +111,35 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
             {**event.model_dump(exclude={"ref"}), "added": added}
             for event, added in with_added_text(state)
         ],
+        "requests": [request_detail(state, record) for record in state.requests],
         "compactions": [compaction.model_dump() for compaction in state.compactions],
         "summary": state.summary,
         "resolutions": [r.model_dump() for r in state.resolutions.items],  # what worked
+    }
+
+
+def request_detail(state: SessionState, record: RequestRecord) -> dict[str, Any]:
+    """One request the proxy rewrote or refused: the texts it added (in full, as far as the
+    session still holds them), those it re-applied (by call id), the new tokens."""
+    added = [
+        {"kind": "result" if key else "summary", "call_id": call_id_of(key) or None, "text": text}
+        for key, text in added_texts(state, record)
+    ]
+    reapplied: list[dict[str, Any]] = [
+        {"kind": "result", "call_id": call_id_of(key)} for key in record.reapplied
+    ]
+    if record.summary == "reapplied":
+        reapplied.append({"kind": "summary", "call_id": None})
+    return {
+        "time": record.time,
+        "turn": record.turn,
+        "tokens_added": record.tokens,
+        "added": added,
+        "reapplied": reapplied,
+        "reapplied_more": record.more,
+        "refused": record.refused or None,
+        "repeats": record.repeats,
+        "last": record.last if record.repeats else None,
     }
 
 
@@ -112,10 +148,18 @@ def escape(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(title: str, body: str, status: int = 200, extra: dict[str, str] | None = None) -> Response:
+def page(
+    title: str,
+    body: str,
+    status: int = 200,
+    extra: dict[str, str] | None = None,
+    refresh: int = 0,
+) -> Response:
+    """A whole HTML page; `refresh`: reload it every so many seconds (0: never)."""
+    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh > 0 else ""
     page = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">{reload}'
         f"<title>{escape(title)} · recovery-proxy</title><style>{CSS}</style></head><body>"
         f"{body}</body></html>"
     )
@@ -184,19 +228,42 @@ def list_html(found: list[tuple[str, SessionState]], fraction: float, name: str 
     return head + table
 
 
-def detail_html(key: str, state: SessionState, fraction: float) -> str:
+# The session counters, named for what they count (proxy/core/state.py `Stats`).
+STAT_LABELS = {
+    "results": "tool results",
+    "repeat_failures": "repeated failures",
+    "loop_notices": "repeat and loop notices",
+    "streak_total": "failures in ended streaks",
+    "streaks": "failure streaks ended",
+    "tokens_injected": "tokens added",
+    "records": "failure records kept",
+}
+
+
+def detail_html(key: str, state: SessionState, fraction: float, refresh: int = 0) -> str:
     s = session_row(key, state, fraction)
+    if refresh > 0:
+        reload = (
+            f'<span class="refresh muted">refreshes every {int(refresh)} s · '
+            '<a href="?refresh=0">stop</a></span>'
+        )
+    else:
+        reload = (
+            f'<span class="refresh muted"><a href="?refresh={REFRESH}">refresh every '
+            f"{REFRESH} s</a></span>"
+        )
     head = (
         f'<header><h1>Session <span class="key">{escape(key)}</span></h1>'
         f'{_arm(s["arm"])}<span class="muted">tenant <span class="key">{escape(s["tenant"])}'
         f"</span> · last seen {escape(s['last_seen'])}</span>"
-        '<a href="/admin/">all sessions</a></header>'
+        f'<a href="/admin/">all sessions</a>{reload}</header>'
     )
     numbers = {"turn": state.turn, **state.stats.model_dump(), "records": len(state.records)}
     stats = (
         "<dl>"
         + "".join(
-            f"<div><dt>{escape(name.replace('_', ' '))}</dt><dd>{escape(value)}</dd></div>"
+            f"<div><dt>{escape(STAT_LABELS.get(name, name.replace('_', ' ')))}</dt>"
+            f"<dd>{escape(value)}</dd></div>"
             for name, value in numbers.items()
         )
         + "</dl>"
@@ -239,6 +306,10 @@ def detail_html(key: str, state: SessionState, fraction: float) -> str:
     return (
         head
         + stats
+        + f"<h2>Requests ({len(state.requests)}) "
+        + '<span class="muted">what the model received on top of what the agent sent, '
+        + "newest first</span></h2>"
+        + requests_html(state)
         + f"<h2>Timeline ({len(state.timeline)})</h2>"
         + timeline
         + f"<h2>Failure records ({len(state.records)})</h2>"
@@ -247,5 +318,80 @@ def detail_html(key: str, state: SessionState, fraction: float) -> str:
     )
 
 
+NOTHING_NEW = '<span class="muted">nothing new</span>'
+
+
+def requests_html(state: SessionState) -> str:
+    """The request log, newest first: per request, each text added in full, what was
+    re-applied byte for byte, the new tokens; a refused request says so."""
+    if not state.requests:
+        return '<p class="empty">No request rewritten yet.</p>'
+    rows = []
+    for record in reversed(state.requests):
+        r = request_detail(state, record)
+        when = f'<span title="{escape(iso(record.time))}">{escape(_clock(record.time))}</span>'
+        if r["repeats"]:
+            more = "request" if r["repeats"] == 1 else "requests"
+            when += (
+                f'<div class="repeats muted">+{escape(r["repeats"])} {more} carrying the same, '
+                f"until {escape(_clock(record.last))}</div>"
+            )
+        added = "".join(_added_html(item) for item in r["added"])
+        if record.refused:
+            added = (
+                '<span class="tag k-escalation">refused (409)</span> '
+                f"<code>{escape(record.refused)}</code>" + added
+            )
+        rows.append(
+            f'<tr><td class="t">{when}</td><td class="n">{escape(record.turn)}</td>'
+            f'<td class="n">{escape(record.tokens)}</td>'
+            f"<td>{added or NOTHING_NEW}</td>"
+            f"<td>{_reapplied_html(r)}</td></tr>"
+        )
+    return (
+        '<table id="requests"><thead><tr><th>time</th><th class="n">turn</th>'
+        '<th class="n">tokens added</th>'
+        "<th>added (in full)</th><th>re-applied (byte for byte)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _added_html(item: dict[str, Any]) -> str:
+    label = (
+        f'<span class="key">after {escape(item["call_id"])}</span>'
+        if item["kind"] == "result"
+        else '<span class="key"><span class="tag k-summary">summary</span> in the system text'
+        "</span>"
+    )
+    text = item["text"]
+    shown = (
+        f"<pre>{escape(text)}</pre>"
+        if text is not None
+        else '<span class="muted">(no longer held by the session)</span>'
+    )
+    return f'<div class="added">{label}{shown}</div>'
+
+
+def _reapplied_html(r: dict[str, Any]) -> str:
+    names = [
+        f'<span class="key">{escape(item["call_id"])}</span>'
+        if item["kind"] == "result"
+        else '<span class="tag k-summary">summary</span>'
+        for item in r["reapplied"]
+    ]
+    if r["reapplied_more"]:
+        names.append(f'<span class="muted">+{escape(r["reapplied_more"])} earlier</span>')
+    return ", ".join(names) if names else '<span class="muted">none</span>'
+
+
 def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M:%S")
+
+
+def refresh_seconds(value: str | None) -> int:
+    """A session page's `?refresh=` as seconds: absent or unreadable is the default, 0 stops."""
+    try:
+        seconds = int(value) if value is not None else REFRESH
+    except ValueError:
+        return REFRESH
+    return max(0, min(seconds, MAX_REFRESH))

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from recovery_proxy.core.state import Event, Link, SessionState
+from recovery_proxy.demo.scenario import COMPACTED
 from recovery_proxy.experiment.arms import arm_of
 from recovery_proxy.server.app import create_app
 from recovery_proxy.session.keys import tenant_of
@@ -486,3 +487,89 @@ async def test_the_timeline_shows_exactly_what_the_model_received() -> None:
     (latest,) = [e["added"] for e in detail["timeline"] if e["kind"] == "summary"]
     assert latest == summary
     assert html.escape(blocks[1]) in page.text
+
+
+def appended(forwarded: dict[str, Any], sent: list[dict[str, Any]]) -> dict[str, str]:
+    """call id -> the text the proxy appended to that tool result, in one forwarded body."""
+    original = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    out = {}
+    for message in forwarded["messages"]:
+        if message["role"] == "tool" and message["content"] != original[message["tool_call_id"]]:
+            before = original[message["tool_call_id"]] + "\n\n"
+            assert message["content"].startswith(before)
+            out[message["tool_call_id"]] = message["content"].removeprefix(before)
+    return out
+
+
+async def test_each_request_shows_what_the_model_received_on_top_of_what_the_agent_sent() -> None:
+    """The session's requests: per rewritten request, each text it added exactly as the
+    provider received it, what it re-applied byte for byte (by call id), the new tokens; a
+    request carrying the same as the previous one is counted in that row."""
+    from recovery_proxy import tokens
+
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        agent = ScriptedAgent(client, session="per-request")
+        key = await fail(agent, "src/config.ts")
+        first = appended(agent.forwarded[-1], agent.messages)
+        await agent.call("list_dir", {"path": "src"}, "index.ts\nsettings.ts")  # re-applies it
+        await fail(agent, "src/settings.json")
+        third = appended(agent.forwarded[-1], agent.messages)
+        headers = agent.responses[-1].headers
+        agent.messages = [agent.messages[0], {"role": "user", "content": COMPACTED}]
+        await agent.send()
+        summary = agent.system_text.split("\n\n", 1)[1]
+        body = (await client.get(f"/admin/sessions/{key}", headers=AUTH)).json()
+    one, two, three = body["requests"]
+
+    [call_1] = first
+    assert one["added"] == [{"kind": "result", "call_id": call_1, "text": first[call_1]}]
+    assert one["reapplied"] == [] and one["refused"] is None
+    assert one["tokens_added"] == tokens.count(first[call_1])
+    assert one["repeats"] == 1 and one["last"] > one["time"]  # the list_dir request
+
+    [call_3] = [c for c in third if c != call_1]
+    assert third[call_1] == first[call_1]  # re-applied byte for byte
+    assert two["added"] == [{"kind": "result", "call_id": call_3, "text": third[call_3]}]
+    assert two["reapplied"] == [{"kind": "result", "call_id": call_1}]
+    assert two["tokens_added"] == tokens.count(third[call_3]) and two["repeats"] == 0
+    said = int(headers["x-recovery-proxy-injected"]), int(headers["x-recovery-proxy-reapplied"])
+    assert said == (len(two["added"]), len(two["reapplied"])) == (1, 1)  # the headers agree
+
+    assert three["added"] == [{"kind": "summary", "call_id": None, "text": summary}]
+    assert three["tokens_added"] == tokens.count(summary) and three["reapplied"] == []
+    assert sum(r["tokens_added"] for r in body["requests"]) == body["stats"]["tokens_injected"]
+
+
+async def test_a_session_page_refreshes_itself_unless_told_not_to() -> None:
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        key = await fail(ScriptedAgent(client, session="watched"), "src/config.ts")
+        html_headers = {**AUTH, "Accept": "text/html"}
+        url = f"/admin/sessions/{key}"
+        pages = {
+            query: (await client.get(url + query, headers=html_headers)).text
+            for query in ("", "?refresh=2", "?refresh=0", "?refresh=soon", "?refresh=99999")
+        }
+        listing = (await client.get("/admin/", headers=AUTH)).text
+    assert '<meta http-equiv="refresh" content="5">' in pages[""]
+    assert '<meta http-equiv="refresh" content="2">' in pages["?refresh=2"]
+    assert 'http-equiv="refresh"' not in pages["?refresh=0"]
+    assert '<a href="?refresh=0">stop</a>' in pages[""]
+    assert '<a href="?refresh=5">refresh every 5 s</a>' in pages["?refresh=0"]
+    assert '<meta http-equiv="refresh" content="5">' in pages["?refresh=soon"]
+    assert '<meta http-equiv="refresh" content="3600">' in pages["?refresh=99999"]
+    assert 'http-equiv="refresh"' not in listing  # only a session's page
+
+
+async def test_the_request_view_escapes_attacker_text() -> None:
+    attack = "<script>window.pwned=1</script><img src=x onerror=alert(1)>"
+    async with proxy_client(make_settings(admin_token=TOKEN)) as client:
+        agent = ScriptedAgent(client, session="hostile-requests")
+        await agent.call("fetch", {"url": attack}, f"Error: {attack}")
+        key = agent.responses[-1].headers["x-recovery-proxy-session"]
+        page = await client.get(f"/admin/sessions/{key}", headers={**AUTH, "Accept": "text/html"})
+        body = (await client.get(f"/admin/sessions/{key}", headers=AUTH)).json()
+    section = page.text.split('<table id="requests">', 1)[1].split("</table>", 1)[0]
+    [added] = body["requests"][0]["added"]
+    assert attack in added["text"]  # the JSON carries the text as it was sent
+    assert html.escape(added["text"]) in section
+    assert "<script" not in section.lower() and "<img" not in section.lower()

@@ -1,10 +1,11 @@
 """The session inspector in a real headless Chromium (Debian's `chromium`, over the DevTools
-protocol): the token exchange and cookie, sessions listed, a session's timeline and records,
-attacker text shown as text and never run, nothing without the token.
+protocol): the token exchange and cookie, sessions listed, a session's requests (what the model
+received), timeline and records, the page following the session by reloading itself, attacker
+text shown as text and never run, nothing without the token.
 
 Also a script for the README's screenshot:
 
-    python -m tests.test_inspector docs/inspector.png
+    python -m tests.server.test_inspector docs/inspector.png
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.session.keys import tenant_of
 from tests.agent import ScriptedAgent
-from tests.browser import Browser, chromium_path
+from tests.browser import Browser, CDPError, Page, chromium_path
 from tests.conftest import make_settings
 
 TOKEN = "inspect-Xr7Kq2mW9pZt"
@@ -62,9 +63,14 @@ async def play_sessions(url: str, db: Path, compact: bool = False) -> dict[str, 
         if compact:  # the agent compacts its history: the proxy adds the failure summary
             build.messages = [build.messages[0], {"role": "user", "content": COMPACTED}]
             await build.send()
+            await build.call("list_dir", {"path": "src"}, "index.ts\nsettings.ts")
+            await build.call(
+                "read_file", {"path": "src/settings.ts"}, ENOENT.format("src/settings.ts")
+            )
 
         hostile = ScriptedAgent(http, session="scrape-7", api_key="sk-team-beta")
-        await hostile.call("fetch", {"url": "https://example.test"}, f"Error: {ATTACK}")
+        url = f"https://example.test/search?q={ATTACK}"  # the model echoes a page's text
+        await hostile.call("fetch", {"url": url}, f"Error: {ATTACK}")
         keys["hostile"] = hostile.responses[-1].headers["x-recovery-proxy-session"]
     return keys
 
@@ -134,6 +140,28 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             )
             detail = await page.text()
             assert "Timeline (6)" in detail and "Failure records (4)" in detail
+
+            # Per request, newest first: each text added in full (as the API gives it, which
+            # tests/server/test_admin.py checks against what the provider received), what was
+            # re-applied byte for byte, and the new tokens.
+            assert "Requests (4)" in detail
+            rows = await page.eval(
+                "[...document.querySelectorAll('#requests tbody tr')].map(r => ["
+                "r.cells[2].textContent, [...r.cells[3].querySelectorAll('pre')]"
+                ".map(p => p.textContent), r.cells[4].textContent])"
+            )
+            api = await session_json(server.url, keys["build"])
+            assert rows == [
+                [
+                    str(r["tokens_added"]),
+                    [a["text"] for a in r["added"]],
+                    ", ".join(a["call_id"] for a in r["reapplied"]) or "none",
+                ]
+                for r in reversed(api["requests"])
+            ]
+            assert rows[0][1][0].startswith('[Error Recovery Context]\nOperation: bash("npm test")')
+            assert rows[0][2].count("call_") == 3 and rows[-1][2] == "none"
+            assert sum(int(tokens) for tokens, _, _ in rows) == api["stats"]["tokens_injected"]
             assert "read_file(src/config.ts)" in detail and "not_found" in detail
             assert "has happened 2 times" in detail and "STOP: occurrence #3" in detail
             assert "Loop notice: read_file" not in detail  # STOP speaks for that event
@@ -142,13 +170,16 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             )
             # What the tracker recorded: four blocks, the repeat note and STOP.
             assert kinds.count("block") == 4 and kinds.count("notice") == 2
-            assert "tokens injected" in detail
+            assert "tokens added" in detail and "repeat and loop notices" in detail
 
-            # The attacker's text is shown as text and never runs.
-            assert await page.goto(f"{server.url}/admin/sessions/{keys['hostile']}") == 200
+            # The attacker's text is shown as text and never runs (here without auto-refresh).
+            url = f"{server.url}/admin/sessions/{keys['hostile']}?refresh=0"
+            assert await page.goto(url) == 200
             hostile = await page.text()
             assert "<script>window.pwned=1;document.title='pwned'</script>" in hostile
             assert '<img src=x onerror="window.pwned=2">' in hostile
+            added = await page.eval("document.querySelector('#requests pre').textContent")
+            assert f'fetch("https://example.test/search?q={ATTACK}")' in added  # verbatim, as text
             assert await page.eval("typeof window.pwned") == "undefined"
             assert "pwned" not in await page.eval("document.title")
             assert await page.eval("document.scripts.length") == 0
@@ -162,6 +193,61 @@ async def test_inspector_in_chromium(tmp_path: Path) -> None:
             other = await chrome.new_page(private=True)
             assert await other.goto(f"{server.url}/admin/sessions/{keys['hostile']}") == 401
             assert "pwned" not in await other.text()
+
+
+async def session_json(url: str, key: str) -> dict:
+    """A session's detail from the admin API (Bearer token)."""
+    async with httpx.AsyncClient(base_url=url) as http:
+        response = await http.get(
+            f"/admin/sessions/{key}", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+    response.raise_for_status()
+    return response.json()
+
+
+async def text_once_loaded(chrome: Browser, page: Page, needle: str, timeout: float) -> str:
+    """The page's text once it holds `needle`, waiting for the page to reload itself (the
+    test never navigates meanwhile); TimeoutError if it does not within `timeout` s."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        mark = len(chrome.events)
+        try:
+            text = await page.text()
+        except CDPError:  # asked while a reload replaced the document
+            text = ""
+        if needle in text:
+            return text
+        left = deadline - asyncio.get_running_loop().time()
+        await chrome.wait_event("Page.loadEventFired", page.session, mark, max(left, 0.01))
+
+
+async def test_the_session_page_follows_the_session_until_stopped(tmp_path: Path) -> None:
+    """Opened once, the session page reloads itself (a `<meta>` refresh: no script) and shows a
+    request the agent makes afterwards; its `stop` link ends the reloads."""
+    with inspector_server(tmp_path / "sessions.db") as server:
+        async with httpx.AsyncClient(base_url=server.url) as http, browser() as chrome:
+            agent = ScriptedAgent(http, session="live-run-7", api_key="sk-team-alpha")
+            await agent.call("read_file", {"path": "src/config.ts"}, ENOENT.format("src/config.ts"))
+            key = agent.responses[-1].headers["x-recovery-proxy-session"]
+            page = await chrome.new_page(private=True)
+            url = f"{server.url}/admin/sessions/{key}?refresh=1&token={TOKEN}"
+            assert await page.goto(url) == 200
+            assert "Requests (1)" in await page.text()
+            assert await page.eval("document.scripts.length") == 0
+
+            await agent.call("bash", {"command": "npm test"}, "npm ERR! Test failed.  See above.")
+            text = await text_once_loaded(chrome, page, "Requests (2)", timeout=15)
+            assert 'Operation: bash("npm test")' in text
+            assert "refreshes every 1 s" in text
+
+            stop = await page.eval("document.querySelector('.refresh a').href")
+            assert stop == f"{server.url}/admin/sessions/{key}?refresh=0"
+            assert await page.goto(stop) == 200
+            mark = len(chrome.events)
+            await agent.call("list_dir", {"path": "src"}, "index.ts\nsettings.ts")
+            with pytest.raises(TimeoutError):  # no reload any more
+                await chrome.wait_event("Page.loadEventFired", page.session, mark, timeout=3)
+            assert "refresh every 5 s" in await page.text()
 
 
 async def screenshot(out: Path) -> None:
