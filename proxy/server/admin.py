@@ -198,7 +198,7 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
             return refused
         try:  # index states too: the report skips them, and reads the known fixes'
             assert proxy.store is not None
-            found = await proxy.store.list_sessions(MAX_SCAN)
+            found = await proxy.store.list_sessions(MAX_LIST)
         except Exception as exc:
             log.error("admin: report failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, False)
