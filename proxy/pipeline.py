@@ -32,6 +32,7 @@ from recovery_proxy.session.keys import (
     session_id,
     tenant_of,
 )
+from recovery_proxy.session.known import KnownFixes
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks
 from recovery_proxy.wire import WireFormat
@@ -65,6 +66,7 @@ class RecoveryPipeline:
         self.webhooks = webhooks
         self.store_down = False
         self.continuity = Continuity(store)
+        self.known = KnownFixes(store, settings.known_fixes_sessions)
 
     async def __call__(self, request: ChatRequest) -> Rewrite:
         rules = self.rules.current
@@ -80,16 +82,20 @@ class RecoveryPipeline:
         verdicts: dict[str, Verdict] = {}
         fraction = self.settings.control_fraction
         control = fraction > 0 and arm_of(key, fraction) == "control"
+        learning = self.settings.known_fixes
+        known = await self.known.offers(key) if learning and not control else []
 
         def apply(state: SessionState) -> Plan:
             state.name = state.name or name
             budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
             try:
-                return observe(state, conv, rules, budget, now, verdicts, control)
+                return observe(state, conv, rules, budget, now, verdicts, control, known)
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
         plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
+        if learning:  # control sessions teach too; they are never offered anything
+            await self.known.record(key, plan, now)
         counts = {
             "results": len(conv.results),
             "failures": len(plan.new_failures),

@@ -13,6 +13,10 @@ tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each se
   the report runs (`consecutive_failures` > 0) counts as one streak of its length so far: an
   agent that never recovers is the worst case, not a missing one.
 
+At arm level only (pooled): `streaks_resolved`, failure streaks a later success resolved
+(proxy/core/resolutions.py), and `mean_turns_to_resolution`, turns from a streak's first
+failure to that success.
+
 A session without the denominator (no tool results, no failures, no streak) has no value for
 that metric and is left out of it (`n` says how many sessions each mean covers).
 
@@ -38,6 +42,7 @@ from collections.abc import Iterable
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
+from recovery_proxy.core.resolutions import call
 from recovery_proxy.core.state import SessionState, Stats
 from recovery_proxy.experiment.arms import arm_of
 
@@ -73,7 +78,9 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
     values: dict[str, dict[str, list[float]]] = {a: {m: [] for m in METRICS} for a in ARMS}
     totals: dict[str, dict[str, int]] = {a: _zero() for a in ARMS}
     skipped = 0
+    known: list[dict[str, Any]] = []
     for key, state in sessions:
+        known += known_fix_rows(key, state)
         if state.links:
             skipped += 1
             continue
@@ -93,12 +100,36 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
         metric: compare(values["treatment"][metric], values["control"][metric])
         for metric in METRICS
     }
+    report["known_fixes"] = known
     return report
+
+
+def known_fix_rows(key: str, state: SessionState) -> list[dict[str, Any]]:
+    """Per known fix of a tenant's known-fixes entry (proxy/session/known.py): what it fixes,
+    in how many sessions, and how often it was offered, followed and resolved the failure."""
+    rows = []
+    for fix in state.resolutions.known.values():
+        r = fix.fix
+        rows.append(
+            {
+                "tenant": key.partition(":")[0],
+                "failed": call(r.operation, r.target),
+                "category": r.category,
+                "worked": call(r.tool, r.worked),
+                "via": [call(tool, target) for tool, target in r.via],
+                "sessions": fix.seen,
+                "offered": fix.offered,
+                "followed": fix.followed,
+                "resolved": fix.resolved,
+            }
+        )
+    return rows
 
 
 def _zero() -> dict[str, int]:
     keys = ("sessions", "tool_results", "failures", "repeat_failures", "loop_notices")
     rest = ("escalations", "streak_total", "streaks", "tokens_injected")
+    rest += ("streaks_resolved", "resolution_turns")
     return dict.fromkeys(keys + rest, 0)
 
 
@@ -114,12 +145,15 @@ def _add(totals: dict[str, int], state: SessionState) -> None:
     totals["streak_total"] += total
     totals["streaks"] += count
     totals["tokens_injected"] += s.tokens_injected
+    totals["streaks_resolved"] += state.resolutions.resolved  # proxy/core/resolutions.py
+    totals["resolution_turns"] += state.resolutions.turns
 
 
 def _arm(totals: dict[str, int], values: dict[str, list[float]]) -> dict[str, Any]:
     out: dict[str, Any] = dict(totals)
     out["repeat_failure_rate"] = _ratio(totals["repeat_failures"], totals["failures"])
     out["mean_streak"] = _ratio(totals["streak_total"], totals["streaks"])
+    out["mean_turns_to_resolution"] = _ratio(totals["resolution_turns"], totals["streaks_resolved"])
     out["per_session"] = {
         metric: {"n": len(v), "mean": fmean(v) if v else None} for metric, v in values.items()
     }
@@ -210,6 +244,8 @@ def format_report(report: dict[str, Any]) -> str:
         ("repeat and loop notices (fired/would)", "loop_notices"),
         ("escalations", "escalations"),
         ("mean failure streak", "mean_streak"),
+        ("streaks resolved", "streaks_resolved"),
+        ("mean turns to resolution", "mean_turns_to_resolution"),
         ("tokens injected", "tokens_injected"),
     )
     for label, key in rows:
@@ -229,6 +265,14 @@ def format_report(report: dict[str, Any]) -> str:
             low, high = row["ci95"]
             line += f"  [{low:+.3f}, {high:+.3f}]  n = {row['n_treatment']} vs {row['n_control']}"
         lines.append(line)
+    if report.get("known_fixes"):
+        lines += ["", "known fixes (learned per tenant; offered in treatment sessions only):"]
+        for row in report["known_fixes"]:
+            lines.append(
+                f"  {row['tenant']}  {row['failed']} {row['category']} -> {row['worked']}: "
+                f"{row['sessions']} sessions, offered {row['offered']}, followed "
+                f"{row['followed']}, resolved {row['resolved']}"
+            )
     if not c["sessions"]:
         lines += ["", "No control sessions: set RECOVERY_PROXY_CONTROL_FRACTION (e.g. 0.2)."]
     if report["skipped_index_states"]:

@@ -114,6 +114,15 @@ class Templates:
     summary_item: str
     blocked: str
     notice: str
+    # resolutions (proxy/core/resolutions.py)
+    resolution_found: str
+    resolution_after: str
+    resolution_changed: str
+    resolution_retried: str
+    summary_resolution: str
+    resolved_before: str
+    resolution_event: str
+    known_fix: str
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class RuleFile(Strict):
 TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     name: frozenset(fields.split())
     for name, fields in {
-        "block": "operation error previous hints",
+        "block": "operation error previous hints resolved",
         "previous_attempt": "n operation category error",
         "no_previous_attempts": "",
         "same_error": "",
@@ -151,6 +151,14 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
         "summary_item": "category operation error turn",
         "blocked": "reason",
         "notice": "notices",
+        "resolution_found": "steps",
+        "resolution_after": "steps",
+        "resolution_changed": "",
+        "resolution_retried": "",
+        "summary_resolution": "turn count worked how",
+        "resolved_before": "failed category count worked how",
+        "resolution_event": "failed category count worked how",
+        "known_fix": "sessions failed category worked how",
     }.items()
 }
 TEMPLATE_NAMES = set(TEMPLATE_FIELDS)
