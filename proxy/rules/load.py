@@ -7,6 +7,7 @@ the rule id and what is wrong; a bad file is never half-applied.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 from collections.abc import Iterable
@@ -60,6 +61,32 @@ def yaml_problem(path: Path, exc: Exception) -> str:
     problem = getattr(exc, "problem", None) or exc
     where = f"{path.resolve()}:{mark.line + 1}:{mark.column + 1}" if mark else path.resolve()
     return f"{where}: {' '.join(str(problem).split())}"
+
+
+# Templates added after the first release: a rules directory copied before they existed takes
+# the bundled wording for them instead of failing to load (`rules check` still lists none).
+LATER_TEMPLATES = frozenset(
+    {
+        "same_error",
+        "resolution_found",
+        "resolution_after",
+        "resolution_changed",
+        "resolution_retried",
+        "summary_resolution",
+        "resolved_before",
+        "resolution_event",
+        "known_fix",
+    }
+)
+
+
+@functools.cache
+def bundled_templates() -> dict[str, str]:
+    """The `templates:` of the bundled rules, merged in file order."""
+    merged: dict[str, str] = {}
+    for rule_file in read_files(default_rules_dir()).values():
+        merged.update(rule_file.templates)
+    return merged
 
 
 def read_files(directory: Path) -> dict[str, RuleFile]:
@@ -176,6 +203,8 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
             )
     if not any(c.id == "unknown" for c in categories):
         raise RulesError("categories: a category 'unknown' (the fallback) is required")
+    for name in (TEMPLATE_NAMES - templates.keys()) & LATER_TEMPLATES:
+        templates[name] = bundled_templates()[name]  # a rules copy older than the template
     missing = TEMPLATE_NAMES - templates.keys()
     if missing:
         raise RulesError(f"templates missing: {sorted(missing)}")

@@ -198,3 +198,24 @@ def test_templates_are_a_typed_value_with_one_field_per_known_template() -> None
 
     assert {f.name for f in fields(Templates)} == TEMPLATE_NAMES
     assert load_rules().templates.block.startswith("[Error Recovery Context]\n")
+
+
+def test_a_rules_copy_older_than_a_template_takes_the_bundled_wording(rules_dir: Path) -> None:
+    """A rules directory copied before `same_error` and the resolution templates existed still
+    loads, with the bundled text for them; a template it never could lack is still required."""
+    recovery = rules_dir / "30-recovery.yaml"
+    lines = recovery.read_text(encoding="utf-8").splitlines()
+    later = ("  same_error:", "  resolution", "  summary_resolution:", "  resolved_before:")
+    kept = [line for line in lines if not line.startswith((*later, "  known_fix:"))]
+    assert len(kept) < len(lines) - 5
+    recovery.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    rules = load_rules(rules_dir)
+    bundled = load_rules()
+    assert rules.templates.same_error == bundled.templates.same_error
+    assert rules.templates.known_fix == bundled.templates.known_fix
+    recovery.write_text(
+        "\n".join(line for line in kept if not line.startswith("  hint:")) + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(RulesError, match="templates missing: \\['hint'\\]"):
+        load_rules(rules_dir)
