@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,21 @@ def _matchers(rules: Iterable[PatternRule], where: str) -> tuple[Matcher, ...]:
     return tuple(Matcher(r.id, compile_pattern(r.pattern, f"{where} rule {r.id!r}")) for r in rules)
 
 
+def _extend_categories(categories: list[Category], files: dict[str, RuleFile]) -> list[Category]:
+    """Add each file's `category_patterns` to the category of that id (its place and hints
+    stay): how a generated file such as 15-localised.yaml extends hand-written categories."""
+    by_id = {c.id: i for i, c in enumerate(categories)}
+    for name, rule_file in files.items():
+        for category_id, patterns in rule_file.category_patterns.items():
+            if category_id not in by_id:
+                raise RulesError(f"{name}: category_patterns: no category {category_id!r}")
+            i = by_id[category_id]
+            where = f"{name} category_patterns {category_id!r}"
+            more = tuple(Matcher(category_id, compile_pattern(p, where)) for p in patterns)
+            categories[i] = replace(categories[i], matchers=categories[i].matchers + more)
+    return categories
+
+
 def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     """Merge parsed files into one compiled rule set, checking ids and templates."""
     seen: dict[str, str] = {}
@@ -174,6 +190,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
                     subject=_subject_pattern(c.subject, where) if c.subject else None,
                 )
             )
+    categories = _extend_categories(categories, files)
     if not any(c.id == "unknown" for c in categories):
         raise RulesError("categories: a category 'unknown' (the fallback) is required")
     missing = TEMPLATE_NAMES - templates.keys()
