@@ -68,6 +68,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("git", "Automatic merge failed; fix conflicts and then commit the result.\n", "conflict", "tool"),
     ("git", "Authentication failed for '%s'", "auth_error", "tool"),
     ("make", "%sNo rule to make target '%s'%s", "not_found", "tool"),
+    ("make", "%s[%s: %s] Error %d%s", "build_failure", "tool"),
     ("libapt-pkg6.0", "Unable to locate package %s", "not_found", "tool"),
     ("libapt-pkg6.0", "Could not get lock %s", "conflict", "tool"),
     ("apt", "Temporary failure resolving '%s'", "connection_error", "tool"),
@@ -154,7 +155,7 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
             "localised-tool-messages",
             "git, apt, make, coreutils, grep and PostgreSQL failure messages in the user's "
             "language, at the start of a line or after a `prefix: `",
-            f"(?m)^(?:[^\\n]*?{sep}[ \\t]?)?(?:[*]{{3}} )?{_alternation(by_kind['tool'])}",
+            f"(?m)^[ \\t]*(?:[^\\n]*?{sep}[ \\t]?)?(?:[*]{{3}} )?{_alternation(by_kind['tool'])}",
         ),
         (
             "localised-postgres-severity",

@@ -65,7 +65,7 @@ def key_line(window: str, rules: Rules) -> str:
     for i in rules.key_line_set.matching(window)[:1]:  # one pass: the first rule matching
         match = rules.key_line[i].search(window)
         if match:
-            line = match.group(1) if match.re.groups else match.group(0)
+            line = next((g for g in match.groups() if g), "") or match.group(0)
             return _clip(line)
     for line in window.splitlines():
         if line.strip():
