@@ -30,9 +30,42 @@ LOCALE_DIR = Path("/usr/share/locale")
 
 # The languages libc-l10n translates (Debian 12); other domains cover a subset.
 LANGUAGES = (
-    "be bg ca cs da de el eo es fi fr gl hr hu id it ja ko lt nb nl pl pt pt_BR ro ru sk sl "
-    "sr sv tr uk vi zh_CN zh_TW"
-).split()
+    "be",
+    "bg",
+    "ca",
+    "cs",
+    "da",
+    "de",
+    "el",
+    "eo",
+    "es",
+    "fi",
+    "fr",
+    "gl",
+    "hr",
+    "hu",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "lt",
+    "nb",
+    "nl",
+    "pl",
+    "pt",
+    "pt_BR",
+    "ro",
+    "ru",
+    "sk",
+    "sl",
+    "sr",
+    "sv",
+    "tr",
+    "uk",
+    "vi",
+    "zh_CN",
+    "zh_TW",
+)
 
 # (domain, msgid, category, kind). kind "line": a message that ends a line after a
 # `prog: [context: ]` prefix (strerror texts, bash); "tool": a tool's own message at the start
@@ -65,18 +98,23 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("git", "pathspec '%s' did not match any file(s) known to git", "not_found", "tool"),
     ("git", "not a git repository (or any of the parent directories): %s", "not_found", "tool"),
     ("git", "CONFLICT (%s): Merge conflict in %s", "conflict", "tool"),
-    ("git", "Automatic merge failed; fix conflicts and then commit the result.\n", "conflict", "tool"),
+    (
+        "git",
+        "Automatic merge failed; fix conflicts and then commit the result.\n",
+        "conflict",
+        "tool",
+    ),  # noqa: E501
     ("git", "Authentication failed for '%s'", "auth_error", "tool"),
     ("make", "%sNo rule to make target '%s'%s", "not_found", "tool"),
     ("make", "%s[%s: %s] Error %d%s", "build_failure", "tool"),
     ("libapt-pkg6.0", "Unable to locate package %s", "not_found", "tool"),
     ("libapt-pkg6.0", "Could not get lock %s", "conflict", "tool"),
     ("apt", "Temporary failure resolving '%s'", "connection_error", "tool"),
-    ("postgres-15", "relation \"%s\" does not exist", "not_found", "tool"),
-    ("postgres-15", "column \"%s\" does not exist", "not_found", "tool"),
+    ("postgres-15", 'relation "%s" does not exist', "not_found", "tool"),
+    ("postgres-15", 'column "%s" does not exist', "not_found", "tool"),
     ("postgres-15", "permission denied for table %s", "permission_denied", "tool"),
-    ("postgres-15", "password authentication failed for user \"%s\"", "auth_error", "tool"),
-    ("postgres-15", "duplicate key value violates unique constraint \"%s\"", "conflict", "tool"),
+    ("postgres-15", 'password authentication failed for user "%s"', "auth_error", "tool"),
+    ("postgres-15", 'duplicate key value violates unique constraint "%s"', "conflict", "tool"),
     ("postgres-15", "canceling statement due to statement timeout", "timeout", "tool"),
     ("postgres-15", "ERROR", "", "severity"),
     ("postgres-15", "FATAL", "", "severity"),
@@ -104,7 +142,7 @@ def extract(locale_dir: Path = LOCALE_DIR) -> dict[str, dict[str, dict[str, str]
                 catalog = gettext.GNUTranslations(fh)
             entry["versions"][lang] = catalog.info().get("project-id-version", "")
             for msgid in wanted:
-                msgstr = catalog._catalog.get(msgid)  # noqa: SLF001 - the raw table, no fallback
+                msgstr = catalog._catalog.get(msgid)  # the raw table: no fallback
                 if isinstance(msgstr, str) and msgstr and msgstr != msgid:
                     entry.setdefault(msgid, {})[lang] = msgstr
         if entry["versions"]:
@@ -123,7 +161,7 @@ def to_pattern(text: str) -> str:
     pieces = []
     for part in parts:
         escaped = "".join("\\" + c if c in META else c for c in part)
-        pieces.append(SPACES.sub(r"[ \\x{a0}\\x{202f}]", escaped).replace("\n", " "))
+        pieces.append(SPACES.sub(r"[\\s\\x{a0}\\x{202f}]+", escaped))
     return WILDCARD.join(pieces).strip()
 
 
@@ -140,8 +178,11 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         for _lang, msgstr in sorted(data.get(domain, {}).get(msgid, {}).items()):
             fragment = to_pattern(msgstr)
             by_kind[kind].append(fragment)
-            if category:
-                by_category.setdefault(category, []).append(fragment)
+            literal = max(fragment.split(WILDCARD), key=len).strip()
+            if category and len(literal) >= 4:
+                # Categories search whole windows unanchored: literals only, so the one-pass
+                # set stays a small automaton (a wildcard per message multiplies its states).
+                by_category.setdefault(category, []).append(literal)
     sep = "(?::[ \\x{a0}\\x{202f}]?|[ \\x{a0}\\x{202f}]:[ \\x{a0}\\x{202f}]|：)"
     rules = [
         (
@@ -154,13 +195,14 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         (
             "localised-tool-messages",
             "git, apt, make, coreutils, grep and PostgreSQL failure messages in the user's "
-            "language, at the start of a line or after a `prefix: `",
-            f"(?m)^[ \\t]*(?:[^\\n]*?{sep}[ \\t]?)?(?:[*]{{3}} )?{_alternation(by_kind['tool'])}",
+            "language, at the start of a line or after one or two `prog: ` prefixes",
+            f"(?m)^[ \\t]*(?:[\\w./-]+(?:\\[\\d+\\])?{sep}[ \\t]*){{0,2}}(?:[*]{{3}} )?"
+            f"{_alternation(by_kind['tool'])}",
         ),
         (
             "localised-postgres-severity",
-            "psql output opening with a translated ERROR or FATAL severity",
-            f"\\A\\s*(?:psql: [^\\n]*)?{_alternation(by_kind['severity'])}:  ",
+            "psql output opening with `psql: ` or a translated ERROR or FATAL severity",
+            f"\\A\\s*(?:psql: \\S|{_alternation(by_kind['severity'])}:  )",
         ),
     ]
     versions = sorted(
@@ -168,9 +210,10 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         for domain, entry in data.items()
     )
     lines = [
-        "# GENERATED by `python -m scripts.localised_rules render` from scripts/localised_messages.json",
-        "# (the gettext catalogs below); do not edit by hand: change scripts/localised_rules.py and",
-        "# regenerate. Errors the OS and tools print in the user's language (issue 23).",
+        "# GENERATED by `python -m scripts.localised_rules render` from",
+        "# scripts/localised_messages.json (the gettext catalogs below); do not edit by hand:",
+        "# change scripts/localised_rules.py and regenerate. Errors the OS and tools print in",
+        "# the user's language (issue 23).",
         "# Catalogs (domain: language version):",
         *(f"#   {line[:200]}" for line in versions),
         "",

@@ -12,6 +12,9 @@ from tests.corpus import (
     CORPUS,
     HOLDOUT,
     HOLDOUT2,
+    HOLDOUT3,
+    HOLDOUT3_UNSEEN,
+    language,
     load_corpus,
     per_category,
     report,
@@ -33,11 +36,13 @@ def test_corpus_is_big_and_balanced_enough() -> None:
     categories = Counter(e["expect"]["category"] for e in entries if e["expect"]["error"])
     assert len(entries) >= 150
     assert len(negatives) >= 60
-    assert len(categories) == 16 and min(categories.values()) >= 4
+    assert len(categories) == 19 and min(categories.values()) >= 4
     assert len({e["id"] for e in entries}) == len(entries)
 
 
-@pytest.mark.parametrize("path", [CORPUS, HOLDOUT, HOLDOUT2], ids=["corpus", "holdout", "holdout2"])
+@pytest.mark.parametrize(
+    "path", [CORPUS, HOLDOUT, HOLDOUT2, HOLDOUT3], ids=["corpus", "holdout", "holdout2", "holdout3"]
+)
 def test_precision_and_recall(rules, path) -> None:
     s = score(rules, load_corpus(path))
     report = "\n".join(s.misses)
@@ -46,10 +51,40 @@ def test_precision_and_recall(rules, path) -> None:
     assert s.category_accuracy >= 0.9, report
 
 
+# The older corpora keep the figures they had before issue 23 (README, "Detection quality").
+KEPT = {CORPUS: (1.0, 1.0, 0.994), HOLDOUT: (1.0, 1.0, 0.938), HOLDOUT2: (1.0, 1.0, 0.977)}
+
+
+@pytest.mark.parametrize("path", list(KEPT), ids=["corpus", "holdout", "holdout2"])
+def test_older_corpora_keep_their_figures(rules, path) -> None:
+    s = score(rules, load_corpus(path))
+    precision, recall, category = KEPT[path]
+    assert (s.precision, s.recall) == (precision, recall), "\n".join(s.misses)
+    assert round(s.category_accuracy, 3) >= category, "\n".join(s.misses)
+
+
+def test_unseen_part_keeps_its_precision(rules) -> None:
+    """The unseen third of issue 23's hold-out was never tuned on; its precision must hold
+    (its recall is reported in the README, not gated: gating it would be tuning on it)."""
+    s = score(rules, load_corpus(HOLDOUT3_UNSEEN))
+    assert s.precision >= MIN_PRECISION, "\n".join(m for m in s.misses if "false positive" in m)
+
+
+def test_third_holdout_is_varied_enough() -> None:
+    """Issue 23's spec for the fresh set: >= 400 results, >= 10% not English, >= 40% successes,
+    about a third kept apart, ids unique across both parts."""
+    tuning, unseen = load_corpus(HOLDOUT3), load_corpus(HOLDOUT3_UNSEEN)
+    entries = tuning + unseen
+    assert len(entries) >= 400 and 0.25 <= len(unseen) / len(entries) <= 0.4
+    assert len({e["id"] for e in entries}) == len(entries)
+    assert sum(language(e) != "en" for e in entries) >= 0.1 * len(entries)
+    assert sum(not e["expect"]["error"] for e in entries) >= 0.4 * len(entries)
+
+
 def test_per_category_report_covers_every_category(rules) -> None:
     s = score(rules, load_corpus(HOLDOUT2))
     table = per_category(s)
-    assert len(table) == 16
+    assert len(table) == 18
     assert sum(total for total, *_ in table.values()) == s.tp + s.fn
     assert "| not_found |" in report(HOLDOUT2)
 
