@@ -124,6 +124,7 @@ QUOTES = "\"'«»„“”‘’‚‹›「」『』"
 FORMAT = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:l|ll|h|z|j|t)?[sdicuzmf]|%%")
 SPACES = re.compile(r"[\s\u00a0\u202f]+")
 WILDCARD = "[^\\n]*?"
+SPACE = "[\\s\\x{a0}\\x{202f}]+"  # any run of spaces, NBSP and line breaks included
 META = set(r"\.^$|?*+()[]{}")
 
 
@@ -161,8 +162,17 @@ def to_pattern(text: str) -> str:
     pieces = []
     for part in parts:
         escaped = "".join("\\" + c if c in META else c for c in part)
-        pieces.append(SPACES.sub(r"[\\s\\x{a0}\\x{202f}]+", escaped))
+        pieces.append(SPACES.sub(SPACE.replace("\\", "\\\\"), escaped))
     return WILDCARD.join(pieces).strip()
+
+
+def _trim(fragment: str) -> str:
+    """A tool message without wildcards at its ends."""
+    while fragment.startswith(WILDCARD):
+        fragment = fragment[len(WILDCARD) :]
+    while fragment.endswith(WILDCARD):
+        fragment = fragment[: -len(WILDCARD)]
+    return fragment
 
 
 def _alternation(fragments: list[str]) -> str:
@@ -177,8 +187,14 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
     for domain, msgid, category, kind in MESSAGES:
         for _lang, msgstr in sorted(data.get(domain, {}).get(msgid, {}).items()):
             fragment = to_pattern(msgstr)
-            by_kind[kind].append(fragment)
-            literal = max(fragment.split(WILDCARD), key=len).strip()
+            if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
+                kind_here = "line"  # `%s is not a valid date`: after a `prog: `, near the top
+            else:
+                kind_here = kind
+            # The tool rule gives the prefix (`make: *** `) and needs no tail: a wildcard at
+            # either end would keep a thread alive along every line of every result.
+            by_kind[kind_here].append(_trim(fragment) if kind_here == "tool" else fragment)
+            literal = max(fragment.split(WILDCARD), key=len).replace(SPACE, " ").strip()
             if category and len(literal) >= 4:
                 # Categories search whole windows unanchored: literals only, so the one-pass
                 # set stays a small automaton (a wildcard per message multiplies its states).
@@ -196,7 +212,7 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
             "localised-tool-messages",
             "git, apt, make, coreutils, grep and PostgreSQL failure messages in the user's "
             "language, at the start of a line or after one or two `prog: ` prefixes",
-            f"(?m)^[ \\t]*(?:[\\w./-]+(?:\\[\\d+\\])?{sep}[ \\t]*){{0,2}}(?:[*]{{3}} )?"
+            f"(?m)^[ \\t]*(?:[\\w./-]+(?:\\[\\d+\\])?{sep}[ \\t]*){{0,2}}(?:[*]{{3}} +)?"
             f"{_alternation(by_kind['tool'])}",
         ),
         (

@@ -118,8 +118,9 @@ def _matchers(rules: Iterable[PatternRule], where: str) -> tuple[Matcher, ...]:
 
 
 def _extend_categories(categories: list[Category], files: dict[str, RuleFile]) -> list[Category]:
-    """Add each file's `category_patterns` to the category of that id (its place and hints
-    stay): how a generated file such as 15-localised.yaml extends hand-written categories."""
+    """Add each file's `category_patterns` to the category of that id as its `extra`
+    patterns (its place and hints stay): how a generated file such as 15-localised.yaml
+    extends hand-written categories."""
     by_id = {c.id: i for i, c in enumerate(categories)}
     for name, rule_file in files.items():
         for category_id, patterns in rule_file.category_patterns.items():
@@ -128,7 +129,7 @@ def _extend_categories(categories: list[Category], files: dict[str, RuleFile]) -
             i = by_id[category_id]
             where = f"{name} category_patterns {category_id!r}"
             more = tuple(Matcher(category_id, compile_pattern(p, where)) for p in patterns)
-            categories[i] = replace(categories[i], matchers=categories[i].matchers + more)
+            categories[i] = replace(categories[i], extra=categories[i].extra + more)
     return categories
 
 
@@ -230,6 +231,8 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
+        category_extra_set=_pattern_set([m for c in categories for m in c.extra], "categories"),
+        category_extra_owner=tuple(i for i, c in enumerate(categories) for _ in c.extra),
         marker_set=_pattern_set(markers, "compaction.markers"),
     )
 

@@ -208,6 +208,7 @@ def test_category_patterns_extend_a_category_defined_in_another_file(rules_dir: 
     verdict = classify(rules, "bash", "Error: zzz-verrou occupé par le processus 42")
     assert (verdict.error, verdict.category) == (True, "conflict")
     assert [c.id for c in rules.categories] == [c.id for c in load_rules().categories]
+    assert rules.category("conflict").extra[-1].regex.pattern == "(?i)zzz-verrou occupé"
 
 
 def test_category_patterns_for_an_unknown_category_are_refused(rules_dir: Path) -> None:

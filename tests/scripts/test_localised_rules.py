@@ -38,11 +38,15 @@ def _examples(committed: dict) -> list[tuple[str, str, str]]:
     out = []
     for domain, msgid, category, kind in MESSAGES:
         for lang, msgstr in sorted(committed.get(domain, {}).get(msgid, {}).items()):
+            if domain == "make":  # make's first %s is its `*** ` marker
+                msgstr = "*** " + msgstr.removeprefix("%s")
             text = FORMAT.sub("x", msgstr).strip()
             if kind == "line":
                 text = "cat: notes.txt: " + re.sub(r"^x\s*[:：]\s*", "", text)
             elif kind == "severity":
                 text = f"{text}:  relation x"
+            else:  # a program's own message after its name, as git, date or apt print it
+                text = f"{domain.split('-')[0]}: {text}"
             out.append((f"{domain}:{lang}:{msgid[:30]}", text, category))
     return out
 
