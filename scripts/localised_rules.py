@@ -103,7 +103,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
         "Automatic merge failed; fix conflicts and then commit the result.\n",
         "conflict",
         "tool",
-    ),  # noqa: E501
+    ),
     ("git", "Authentication failed for '%s'", "auth_error", "tool"),
     ("make", "%sNo rule to make target '%s'%s", "not_found", "tool"),
     ("make", "%s[%s: %s] Error %d%s", "build_failure", "tool"),
