@@ -122,9 +122,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
 
 QUOTES = "\"'«»„“”‘’‚‹›「」『』"
 FORMAT = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:l|ll|h|z|j|t)?[sdicuzmf]|%%")
-SPACES = re.compile(r"[\s\u00a0\u202f]+")
 WILDCARD = "[^\\n]*?"
-SPACE = "[\\s\\x{a0}\\x{202f}]+"  # any run of spaces, NBSP and line breaks included
 META = set(r"\.^$|?*+()[]{}")
 
 
@@ -153,8 +151,9 @@ def extract(locale_dir: Path = LOCALE_DIR) -> dict[str, dict[str, dict[str, str]
 
 def to_pattern(text: str) -> str:
     """An RE2 fragment for one translated message: format directives (with the quotes around
-    them) become a bounded wildcard, any run of spaces matches any spaces (NBSP included),
-    trailing punctuation and newlines are optional."""
+    them) become a wildcard within the line, spaces stay as the catalog has them (programs
+    print the catalog's text) except that a no-break space may also be a plain one, trailing
+    punctuation is optional."""
     text = text.strip().rstrip(".。!！")
     text = re.sub(r"^%s\s*[:：]\s*", "", text)  # bash: "%s: command not found"
     q = re.escape(QUOTES)
@@ -162,7 +161,8 @@ def to_pattern(text: str) -> str:
     pieces = []
     for part in parts:
         escaped = "".join("\\" + c if c in META else c for c in part)
-        pieces.append(SPACES.sub(SPACE.replace("\\", "\\\\"), escaped))
+        escaped = re.sub("[\u00a0\u202f]", "[ \\\\x{a0}\\\\x{202f}]", escaped)
+        pieces.append(escaped.replace("\n", "\\n").replace("\t", "\\t"))
     return WILDCARD.join(pieces).strip()
 
 
@@ -182,19 +182,20 @@ def _alternation(fragments: list[str]) -> str:
 
 def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
     """The rules file for an extract: detection rules per kind, patterns per category."""
-    by_kind: dict[str, list[str]] = {"line": [], "tool": [], "severity": []}
+    by_kind: dict[str, list[str]] = {"line": [], "suffix": [], "tool": [], "severity": []}
     by_category: dict[str, list[str]] = {}
     for domain, msgid, category, kind in MESSAGES:
         for _lang, msgstr in sorted(data.get(domain, {}).get(msgid, {}).items()):
             fragment = to_pattern(msgstr)
             if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
-                kind_here = "line"  # `%s is not a valid date`: after a `prog: `, near the top
+                kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
             else:
                 kind_here = kind
-            # The tool rule gives the prefix (`make: *** `) and needs no tail: a wildcard at
-            # either end would keep a thread alive along every line of every result.
-            by_kind[kind_here].append(_trim(fragment) if kind_here == "tool" else fragment)
-            literal = max(fragment.split(WILDCARD), key=len).replace(SPACE, " ").strip()
+            # A wildcard at either end would keep a thread alive along every line of every
+            # result: the rules give the prefix (`make: *** `, one shared wildcard for the
+            # suffixes) and need no tail.
+            by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
+            literal = max(fragment.split(WILDCARD), key=len).strip()
             if category and len(literal) >= 4:
                 # Categories search whole windows unanchored: literals only, so the one-pass
                 # set stays a small automaton (a wildcard per message multiplies its states).
@@ -204,9 +205,9 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         (
             "localised-system-errors",
             "a strerror or bash message in the user's language ending a `prog: ...: ` line "
-            "in the first four lines",
-            f"(?m)\\A(?:[^\\n]*\\n){{0,3}}?[^\\n]*?{sep}"
-            f"{_alternation(by_kind['line'])}[.。]?[ \\t]*$",
+            "in the first two lines",
+            f"(?m)\\A(?:[^\\n]*\\n)?[^\\n]*?{sep}(?:{_alternation(by_kind['line'])}|"
+            f"[^\\n]*?{_alternation(by_kind['suffix'])})[.。]?[ \\t]*$",
         ),
         (
             "localised-tool-messages",
