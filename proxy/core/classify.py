@@ -74,17 +74,16 @@ def key_line(window: str, rules: Rules) -> str:
 
 
 def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
-    """First matching category; tool-specific ones first, the key line before the window,
-    each category's own patterns before those other files add (`extra`)."""
+    """First matching category; tool-specific ones first, the key line before the window;
+    the categories' own patterns first, those other files add (`extra`) only after them."""
     specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
     general = [c for c in rules.categories if c.tools is None]
     ordered = specific + general
-    passes = (
+    for patterns, owner in (
         (rules.category_set, rules.category_owner),
         (rules.category_extra_set, rules.category_extra_owner),
-    )
-    for text in (line, window):
-        for patterns, owner in passes:  # one pass each: which categories match at all
+    ):
+        for text in (line, window):  # one pass each: which categories match at all
             hit = {rules.categories[owner[i]].id for i in patterns.matching(text)}
             found = next((c.id for c in ordered if c.id in hit), None)
             if found is not None:
