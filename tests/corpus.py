@@ -90,7 +90,9 @@ def language(entry: dict[str, Any]) -> str | None:
 
 def per_language(rules: Rules, entries: list[dict[str, Any]]) -> dict[str, tuple[int, Score]]:
     """Per language (most entries first), then every non-English entry together: (results,
-    score); empty when the ids carry no language."""
+    score); empty unless every id carries a language."""
+    if not entries or any(language(e) is None for e in entries):
+        return {}
     groups: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         lang = language(entry)
