@@ -54,10 +54,9 @@ def detect(window: str, body: str, rules: Rules) -> str | None:
     if rules.not_error_set.matching(window):
         return None
     for text in (window, body) if body is not window else (window,):
-        for start, patterns in rules.error_sets:  # file by file: the first file that matches
-            hits = patterns.matching(text)
-            if hits:
-                return rules.error[start + hits[0]].id
+        hits = rules.error_set.matching(text)
+        if hits:
+            return rules.error[hits[0]].id
     return None
 
 

@@ -159,13 +159,10 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     categories: list[Category] = []
     cleared: list[str] = []
     templates: dict[str, str] = {}
-    error_parts: list[tuple[int, int]] = []  # per file: its rules' [start, end) in `error`
     for name, rule_file in files.items():
         d = rule_file.detection
         unwrap += _matchers(d.unwrap, name)
         not_error += _matchers(d.not_error, name)
-        if d.error:
-            error_parts.append((len(error), len(error) + len(d.error)))
         error += _matchers(d.error, name)
         key_line += _matchers(d.key_line, name)
         markers += _matchers(rule_file.compaction.markers, name)
@@ -230,9 +227,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         files=files,
         unwrap_set=_pattern_set(unwrap, "detection.unwrap"),
         not_error_set=_pattern_set(not_error, "detection.not_error"),
-        error_sets=tuple(
-            (start, _pattern_set(error[start:end], "detection.error")) for start, end in error_parts
-        ),
+        error_set=_pattern_set(error, "detection.error"),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),

@@ -143,9 +143,7 @@ class Rules:
     # The same patterns as one-pass sets (proxy/core/classify.py); built by `rules_load.build`.
     unwrap_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     not_error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
-    # One set per rules file, in file order, with the index of its first rule in `error`: a
-    # result that a file's rules already call a failure skips the later (generated) files.
-    error_sets: tuple[tuple[int, PatternSet], ...] = field(default=(), compare=False, repr=False)
+    error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)

@@ -111,7 +111,7 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
         rules,
         unwrap_set=OneByOne(rules.unwrap),
         not_error_set=OneByOne(rules.not_error),
-        error_sets=((0, OneByOne(rules.error)),),
+        error_set=OneByOne(rules.error),
         key_line_set=OneByOne(rules.key_line),
         category_set=OneByOne([m for c in rules.categories for m in c.matchers]),
         category_extra_set=OneByOne([m for c in rules.categories for m in c.extra]),
