@@ -120,6 +120,9 @@ class RuleFile(Strict):
     scan: Scan | None = None
     detection: Detection = Detection()
     categories: list[CategoryRule] = []
+    category_patterns: dict[str, list[str]] = Field(
+        {}, description="more patterns for categories defined in any file (generated files)"
+    )
     targets: Targets | None = None
     templates: dict[str, str] = {}
     thresholds: Thresholds | None = None

@@ -219,3 +219,22 @@ def test_a_rules_copy_older_than_a_template_takes_the_bundled_wording(rules_dir:
     )
     with pytest.raises(RulesError, match="templates missing: \\['hint'\\]"):
         load_rules(rules_dir)
+
+
+def test_category_patterns_extend_a_category_defined_in_another_file(rules_dir: Path) -> None:
+    (rules_dir / "40-more.yaml").write_text(
+        "category_patterns:\n  conflict:\n    - '(?i)zzz-verrou occupé'\n", encoding="utf-8"
+    )
+    rules = load_rules(rules_dir)
+    verdict = classify(rules, "bash", "Error: zzz-verrou occupé par le processus 42")
+    assert (verdict.error, verdict.category) == (True, "conflict")
+    assert [c.id for c in rules.categories] == [c.id for c in load_rules().categories]
+    assert rules.category("conflict").extra[-1].regex.pattern == "(?i)zzz-verrou occupé"
+
+
+def test_category_patterns_for_an_unknown_category_are_refused(rules_dir: Path) -> None:
+    (rules_dir / "40-more.yaml").write_text(
+        "category_patterns:\n  no_such_category: ['x']\n", encoding="utf-8"
+    )
+    with pytest.raises(RulesError, match=r"40-more\.yaml: category_patterns: no category"):
+        load_rules(rules_dir)
