@@ -173,6 +173,14 @@ class Settings(BaseSettings):
         False, description="request lines carry the (rewritten) body: message content"
     )
     hot_reload: bool = Field(True, description="reload the rules when their files change")
+    known_fixes: bool = Field(
+        False,
+        description="offer fixes learned from the same tenant's earlier sessions (never in "
+        "the control arm)",
+    )
+    known_fixes_sessions: int = Field(
+        3, ge=1, description="distinct sessions a fix must have resolved before it is offered"
+    )
 
     @field_validator("upstream", "anthropic_upstream", "gemini_upstream")
     @classmethod

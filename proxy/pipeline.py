@@ -36,6 +36,7 @@ from recovery_proxy.session.keys import (
     session_id,
     tenant_of,
 )
+from recovery_proxy.session.known import KnownFixes
 from recovery_proxy.store import Store, open_store
 from recovery_proxy.webhooks import Webhooks
 from recovery_proxy.wire import WireFormat
@@ -74,6 +75,7 @@ class RecoveryPipeline:
         self.prices = Prices(settings.prices)
         self.prices_loaded: asyncio.Future[Any] | None = None
         self.learning: dict[str, asyncio.Task[None]] = {}  # session key -> its reply being stored
+        self.known = KnownFixes(store, settings.known_fixes_sessions)
         self._load_prices()
 
     def _load_prices(self) -> asyncio.Future[Any] | None:
@@ -103,12 +105,14 @@ class RecoveryPipeline:
         verdicts: dict[str, Verdict] = {}
         fraction = self.settings.control_fraction
         control = fraction > 0 and arm_of(key, fraction) == "control"
+        learning = self.settings.known_fixes
+        known = await self.known.offers(key) if learning and not control else []
 
         def apply(state: SessionState) -> Plan:
             state.name = state.name or name
             budget = Budget(tokens_for(conv.model), rules.thresholds.block_tokens, *budget_numbers)
             try:
-                return observe(state, conv, rules, budget, now, verdicts, control)
+                return observe(state, conv, rules, budget, now, verdicts, control, known)
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
@@ -116,6 +120,8 @@ class RecoveryPipeline:
         if learning is not None:  # the previous answer's calls first (they name this turn's)
             await asyncio.wait([learning], timeout=LEARN_WAIT)
         plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
+        if learning:  # control sessions teach too; they are never offered anything
+            await self.known.record(key, plan, now)
         counts = {
             "results": len(conv.results),
             "failures": len(plan.new_failures),

@@ -65,7 +65,7 @@ def key_line(window: str, rules: Rules) -> str:
     for i in rules.key_line_set.matching(window)[:1]:  # one pass: the first rule matching
         match = rules.key_line[i].search(window)
         if match:
-            line = match.group(1) if match.re.groups else match.group(0)
+            line = next((g for g in match.groups() if g), "") or match.group(0)
             return _clip(line)
     for line in window.splitlines():
         if line.strip():
@@ -74,16 +74,20 @@ def key_line(window: str, rules: Rules) -> str:
 
 
 def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
-    """First matching category; tool-specific ones first, the key line before the window."""
+    """First matching category; tool-specific ones first, the key line before the window;
+    the categories' own patterns first, those other files add (`extra`) only after them."""
     specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
     general = [c for c in rules.categories if c.tools is None]
     ordered = specific + general
-    for text in (line, window):
-        owner = rules.category_owner  # one pass: which categories match at all
-        hit = {rules.categories[owner[i]].id for i in rules.category_set.matching(text)}
-        found = next((c.id for c in ordered if c.id in hit), None)
-        if found is not None:
-            return found
+    for patterns, owner in (
+        (rules.category_set, rules.category_owner),
+        (rules.category_extra_set, rules.category_extra_owner),
+    ):
+        for text in (line, window):  # one pass each: which categories match at all
+            hit = {rules.categories[owner[i]].id for i in patterns.matching(text)}
+            found = next((c.id for c in ordered if c.id in hit), None)
+            if found is not None:
+                return found
     return "unknown"
 
 

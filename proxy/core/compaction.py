@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recovery_proxy.core import render
+from recovery_proxy.core import render, resolutions
 from recovery_proxy.core.conversation import Conversation, ToolResult
 from recovery_proxy.core.state import FailureRecord, SessionState, ThreadState
 from recovery_proxy.rules.model import Rules
@@ -134,8 +134,9 @@ def frozen_summary(
             distinct.pop(key, None)
             distinct[key] = record
     chosen = make_room(list(distinct.values()), rules.thresholds.summary_records)
+    notes = resolutions.summary_notes(state, rules)  # what worked, under its failure
     while chosen:
-        text = render.summary(rules, chosen, template)
+        text = render.summary(rules, chosen, notes, template)
         if count(text) <= rules.thresholds.summary_tokens:
             return text
         chosen = chosen[1:]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Position
-from recovery_proxy.core.state import FailureRecord, SessionState
+from recovery_proxy.core.state import FailureRecord, Resolution, SessionState
 from recovery_proxy.rules.model import Rules
 
 # Why a failure in a request got no block (`Plan.skipped`; at most a notice or an escalation
@@ -68,6 +68,9 @@ class Plan:
     ledger: str = ""
     ledger_default: str = ""
     streak: bool = False  # the session is inside a failure streak after this request
+    # Known fixes (proxy/core/known_fixes.py): resolutions to learn, offers' outcomes (id, what)
+    learned: list[Resolution] = field(default_factory=list)
+    known: list[tuple[str, str]] = field(default_factory=list)
     skipped: dict[Position, Skip] = field(default_factory=dict)  # failures that got no block
     judged_from: int = 0  # results before this index were too old to judge ("unjudged")
 
@@ -87,9 +90,11 @@ def fit_block(
     budget: Budget,
     notices: list[str],
     error_shown: bool = False,
+    resolved: str = "",
 ) -> str:
     """Render the block, shrinking it (older attempts, then hints) to the per-block cap.
-    `error_shown`: the block goes right under its error line (render.block)."""
+    `error_shown`: the block goes right under its error line (render.block); `resolved`:
+    what worked for a similar failure (proxy/core/resolutions.py, known_fixes.py)."""
     earlier = earlier_attempts(state, record)
     category = rules.category(record.category) or rules.category("unknown")
     hints = list(category.hints_for(record.operation)) if category else []
@@ -99,7 +104,7 @@ def fit_block(
     keep = min(len(earlier), MAX_EARLIER)
     while True:
         shown = earlier[len(earlier) - keep :]
-        text = render.block(rules, record, shown, hints, notices, error_shown)
+        text = render.block(rules, record, shown, hints, notices, error_shown, resolved)
         if budget.count(text) <= budget.block_tokens + sum(budget.count(n) for n in notices):
             return text
         if keep > 3:

@@ -73,9 +73,11 @@ def block(
     hints: Iterable[str],
     notices: Iterable[str] = (),
     error_shown: bool = False,
+    resolved: str = "",
 ) -> str:
     """The recovery block for one failure (seed 000's shape), notices last. `error_shown`: the
-    block goes right under the error line, so it is not quoted again."""
+    block goes right under the error line, so it is not quoted again; `resolved`: what worked
+    for a similar failure earlier (proxy/core/resolutions.py)."""
     t = rules.templates
     text = fill(
         t.block,
@@ -83,6 +85,7 @@ def block(
         error="" if error_shown else unlabelled(t.block, record.error),
         previous=previous_attempts(rules, earlier, record.error),
         hints="\n".join(t.hint.format(hint=h) for h in hints),
+        resolved=resolved,
     )
     return "\n\n".join([text, *notices])
 
@@ -101,10 +104,17 @@ def quoted(text: str) -> str:
     return orjson.dumps(text).decode()
 
 
-def summary(rules: Rules, records: list[FailureRecord], template: str | None = None) -> str:
+def summary(
+    rules: Rules,
+    records: list[FailureRecord],
+    notes: dict[str, str] | None = None,
+    template: str | None = None,
+) -> str:
     """The post-compaction summary (or another `template` with `{items}`, the ledger): every
-    tool-supplied part quoted as data."""
+    tool-supplied part quoted as data. `notes`: a line to put under a failure's item (by call
+    id: what resolved it)."""
     t = rules.templates
+    notes = notes or {}
     items = "\n".join(
         t.summary_item.format(
             category=r.category,
@@ -112,6 +122,7 @@ def summary(rules: Rules, records: list[FailureRecord], template: str | None = N
             error=quoted(r.error),
             turn=r.turn,
         )
+        + ("\n" + notes[r.call_id] if r.call_id in notes else "")
         for r in records
     )
     return (template or t.summary).format(items=items)

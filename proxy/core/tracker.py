@@ -20,7 +20,7 @@ import hashlib
 
 import orjson
 
-from recovery_proxy.core import loops, render
+from recovery_proxy.core import known_fixes, loops, render, resolutions
 from recovery_proxy.core.classify import Verdict, classify, target_of
 from recovery_proxy.core.compaction import (
     detect_compaction,
@@ -50,6 +50,7 @@ from recovery_proxy.core.state import (
     MAX_SEEN,
     Compaction,
     FailureRecord,
+    KnownFix,
     SessionState,
 )
 from recovery_proxy.core.timeline import event, new_event, summarised
@@ -77,10 +78,12 @@ def observe(
     now: float,
     verdicts: dict[str, Verdict] | None = None,
     control: bool = False,
+    known: list[KnownFix] | None = None,
 ) -> Plan:
     """Update `state` from `conv` and return the plan for this request. `control`: the
     caller will not inject the plan (A/B control arm); `stats.tokens_injected` stays put and
-    the request log (proxy/core/request_log.py) gets no row."""
+    the request log (proxy/core/request_log.py) gets no row. `known`: the tenant's known fixes
+    that may be offered (proxy/core/known_fixes.py)."""
     plan = Plan()
     tokens_before = state.stats.tokens_injected
     thread = conv.thread
@@ -135,7 +138,9 @@ def observe(
             visible.add(result.key)
         quiet_one = index < conv.batch_start
         spent, mark = budget.spent, len(state.timeline)
-        text = _annotate(state, result, verdict, rules, budget, now, thread, plan, quiet_one)
+        text = _annotate(
+            state, result, verdict, rules, budget, now, thread, plan, quiet_one, known or []
+        )
         if text and result.text.endswith(text):  # already carries exactly this block
             plan.skipped[result.position] = "present"
         elif text:
@@ -217,6 +222,7 @@ def _annotate(
     thread: str,
     plan: Plan,
     quiet: bool = False,
+    known: list[KnownFix] | None = None,
 ) -> str:
     """Record one newly seen result and render what goes after it ("" for nothing). A `quiet`
     result (history at first sight) is recorded, never annotated or escalated."""
@@ -228,6 +234,7 @@ def _annotate(
     notices: list[str] = []
     escalations: list[str] = []
     record: FailureRecord | None = None
+    offer = None
     stats = state.stats
     if verdict.error:
         state.consecutive_failures += 1
@@ -246,6 +253,9 @@ def _annotate(
         )
         state.records.append(record)
         del state.records[:-MAX_RECORDS]  # capped as it grows: a huge batch stays linear
+        resolutions.failed(state, record, result, signature)
+        target = resolutions.effective_target(record.target, result)
+        plan.known += known_fixes.follow(state, result.tool, target, None)
         plan.new_failures.append(verdict.category)
         count = sum(1 for r in state.records if same_failure(r, record))
         if count > 1:
@@ -257,6 +267,14 @@ def _annotate(
         if state.consecutive_failures >= rules.escalation.consecutive_failures:
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
+        arguments = result.call.arguments if result.call else {}
+        target = target_of(arguments, rules)
+        worked = resolutions.succeeded(state, result, target, signature, now)
+        if worked:
+            event(state, now, "resolution", result.call_id, resolutions.event_text(worked, rules))
+            plan.learned.append(worked)
+        target = resolutions.effective_target(target, result)
+        plan.known += known_fixes.follow(state, result.tool, target, worked)
         if state.consecutive_failures:  # a streak of failures ended
             stats.streak_total += state.consecutive_failures
             stats.streaks += 1
@@ -277,7 +295,11 @@ def _annotate(
         why = "near_window"
     elif record is not None and budget.remaining > 0:
         shown = error_on_screen(result.text, record.error, rules)
-        text = fit_block(state, record, rules, budget, notices + escalation_texts, shown)
+        hint = resolutions.similar(state, record, rules)
+        if not hint and known:
+            target = resolutions.effective_target(record.target, result)
+            hint, offer = known_fixes.offer(state, record, target, known, rules)
+        text = fit_block(state, record, rules, budget, notices + escalation_texts, shown, hint)
     elif notices or escalation_texts:
         text = render.notice(rules, notices + escalation_texts)
         why = "request_budget"
@@ -289,6 +311,14 @@ def _annotate(
         text = render.notice(rules, escalation_texts) if escalation_texts else ""
         if text and not budget.take(text, escalation=True):
             text = ""
+    if offer is not None and offer_said(text, hint):
+        state.resolutions.offers.append(offer)
+        plan.known.append((offer.id, "offered"))
     if why is not None and record is not None:
         plan.skipped[result.position] = why
     return text
+
+
+def offer_said(text: str, hint: str) -> bool:
+    """The block going out carries the known fix's line."""
+    return bool(hint) and hint in text

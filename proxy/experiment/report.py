@@ -17,6 +17,10 @@ tracked like treatment ones but forwarded unchanged (proxy/pipeline.py). Each se
 - `streak_tokens`: the same for responses to requests inside a failure streak (the latest
   tool result had failed): what failure loops cost. Both need responses the proxy read.
 
+At arm level only (pooled): `streaks_resolved`, failure streaks a later success resolved
+(proxy/core/resolutions.py), and `mean_turns_to_resolution`, turns from a streak's first
+failure to that success.
+
 A session without the denominator (no tool results, no failures, no streak) has no value for
 that metric and is left out of it (`n` says how many sessions each mean covers).
 
@@ -42,6 +46,7 @@ from collections.abc import Iterable
 from statistics import NormalDist, fmean, variance
 from typing import Any
 
+from recovery_proxy.core.resolutions import call
 from recovery_proxy.core.state import SessionState, Stats
 from recovery_proxy.experiment.arms import arm_of
 
@@ -88,7 +93,9 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
     values: dict[str, dict[str, list[float]]] = {a: {m: [] for m in METRICS} for a in ARMS}
     totals: dict[str, dict[str, int]] = {a: _zero() for a in ARMS}
     skipped = 0
+    known: list[dict[str, Any]] = []
     for key, state in sessions:
+        known += known_fix_rows(key, state)
         if state.links:
             skipped += 1
             continue
@@ -108,12 +115,36 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
         metric: compare(values["treatment"][metric], values["control"][metric])
         for metric in METRICS
     }
+    report["known_fixes"] = known
     return report
+
+
+def known_fix_rows(key: str, state: SessionState) -> list[dict[str, Any]]:
+    """Per known fix of a tenant's known-fixes entry (proxy/session/known.py): what it fixes,
+    in how many sessions, and how often it was offered, followed and resolved the failure."""
+    rows = []
+    for fix in state.resolutions.known.values():
+        r = fix.fix
+        rows.append(
+            {
+                "tenant": key.partition(":")[0],
+                "failed": call(r.operation, r.target),
+                "category": r.category,
+                "worked": call(r.tool, r.worked),
+                "via": [call(tool, target) for tool, target in r.via],
+                "sessions": fix.seen,
+                "offered": fix.offered,
+                "followed": fix.followed,
+                "resolved": fix.resolved,
+            }
+        )
+    return rows
 
 
 def _zero() -> dict[str, Any]:
     keys = ("sessions", "tool_results", "failures", "repeat_failures", "loop_notices")
     rest = ("escalations", "streak_total", "streaks", "tokens_injected")
+    rest += ("streaks_resolved", "resolution_turns")
     usage = ("tokens", "streak_tokens", "tokens_added", "cost_usd", "streak_cost_usd")
     return dict.fromkeys(keys + rest + usage, 0)
 
@@ -136,12 +167,15 @@ def _add(totals: dict[str, Any], state: SessionState) -> None:
     totals["tokens_added"] += usage.added
     totals["cost_usd"] += usage.cost
     totals["streak_cost_usd"] += usage.streak_cost
+    totals["streaks_resolved"] += state.resolutions.resolved  # proxy/core/resolutions.py
+    totals["resolution_turns"] += state.resolutions.turns
 
 
 def _arm(totals: dict[str, Any], values: dict[str, list[float]]) -> dict[str, Any]:
     out: dict[str, Any] = dict(totals)
     out["repeat_failure_rate"] = _ratio(totals["repeat_failures"], totals["failures"])
     out["mean_streak"] = _ratio(totals["streak_total"], totals["streaks"])
+    out["mean_turns_to_resolution"] = _ratio(totals["resolution_turns"], totals["streaks_resolved"])
     out["per_session"] = {
         metric: {"n": len(v), "mean": fmean(v) if v else None} for metric, v in values.items()
     }
@@ -235,6 +269,8 @@ def format_report(report: dict[str, Any]) -> str:
         ("repeat and loop notices (fired/would)", "loop_notices"),
         ("escalations", "escalations"),
         ("mean failure streak", "mean_streak"),
+        ("streaks resolved", "streaks_resolved"),
+        ("mean turns to resolution", "mean_turns_to_resolution"),
         ("tokens injected", "tokens_injected"),
         ("tokens (provider-reported)", "tokens"),
         ("  in failure streaks", "streak_tokens"),
@@ -260,6 +296,14 @@ def format_report(report: dict[str, Any]) -> str:
             low, high = (fmt.format(v) for v in row["ci95"])
             line += f"  [{low}, {high}]  n = {row['n_treatment']} vs {row['n_control']}"
         lines.append(line)
+    if report.get("known_fixes"):
+        lines += ["", "known fixes (learned per tenant; offered in treatment sessions only):"]
+        for row in report["known_fixes"]:
+            lines.append(
+                f"  {row['tenant']}  {row['failed']} {row['category']} -> {row['worked']}: "
+                f"{row['sessions']} sessions, offered {row['offered']}, followed "
+                f"{row['followed']}, resolved {row['resolved']}"
+            )
     if not c["sessions"]:
         lines += ["", "No control sessions: set RECOVERY_PROXY_CONTROL_FRACTION (e.g. 0.2)."]
     if report["skipped_index_states"]:

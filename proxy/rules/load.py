@@ -7,9 +7,11 @@ the rule id and what is wrong; a bad file is never half-applied.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,33 @@ def yaml_problem(path: Path, exc: Exception) -> str:
     problem = getattr(exc, "problem", None) or exc
     where = f"{path.resolve()}:{mark.line + 1}:{mark.column + 1}" if mark else path.resolve()
     return f"{where}: {' '.join(str(problem).split())}"
+
+
+# Templates added after the first release: a rules directory copied before they existed takes
+# the bundled wording for them instead of failing to load (`rules check` still lists none).
+LATER_TEMPLATES = frozenset(
+    {
+        "same_error",
+        "resolution_found",
+        "resolution_after",
+        "resolution_changed",
+        "resolution_retried",
+        "summary_resolution",
+        "resolved_before",
+        "resolution_event",
+        "known_fix",
+        "ledger",
+    }
+)
+
+
+@functools.cache
+def bundled_templates() -> dict[str, str]:
+    """The `templates:` of the bundled rules, merged in file order."""
+    merged: dict[str, str] = {}
+    for rule_file in read_files(default_rules_dir()).values():
+        merged.update(rule_file.templates)
+    return merged
 
 
 def read_files(directory: Path) -> dict[str, RuleFile]:
@@ -114,6 +143,22 @@ def _merge_dicts(items: Iterable[BaseModel | None], model: type[BaseModel]) -> A
 
 def _matchers(rules: Iterable[PatternRule], where: str) -> tuple[Matcher, ...]:
     return tuple(Matcher(r.id, compile_pattern(r.pattern, f"{where} rule {r.id!r}")) for r in rules)
+
+
+def _extend_categories(categories: list[Category], files: dict[str, RuleFile]) -> list[Category]:
+    """Add each file's `category_patterns` to the category of that id as its `extra`
+    patterns (its place and hints stay): how a generated file such as 15-localised.yaml
+    extends hand-written categories."""
+    by_id = {c.id: i for i, c in enumerate(categories)}
+    for name, rule_file in files.items():
+        for category_id, patterns in rule_file.category_patterns.items():
+            if category_id not in by_id:
+                raise RulesError(f"{name}: category_patterns: no category {category_id!r}")
+            i = by_id[category_id]
+            where = f"{name} category_patterns {category_id!r}"
+            more = tuple(Matcher(category_id, compile_pattern(p, where)) for p in patterns)
+            categories[i] = replace(categories[i], extra=categories[i].extra + more)
+    return categories
 
 
 def build(files: dict[str, RuleFile], source: str = "") -> Rules:
@@ -179,8 +224,11 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
                     subject=_subject_pattern(c.subject, where) if c.subject else None,
                 )
             )
+    categories = _extend_categories(categories, files)
     if not any(c.id == "unknown" for c in categories):
         raise RulesError("categories: a category 'unknown' (the fallback) is required")
+    for name in (TEMPLATE_NAMES - templates.keys()) & LATER_TEMPLATES:
+        templates[name] = bundled_templates()[name]  # a rules copy older than the template
     missing = TEMPLATE_NAMES - templates.keys()
     if missing:
         raise RulesError(f"templates missing: {sorted(missing)}")
@@ -220,6 +268,8 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
+        category_extra_set=_pattern_set([m for c in categories for m in c.extra], "categories"),
+        category_extra_owner=tuple(i for i, c in enumerate(categories) for _ in c.extra),
         marker_set=_pattern_set(markers, "compaction.markers"),
     )
 

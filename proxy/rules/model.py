@@ -80,6 +80,9 @@ class Category:
     tool_hints: tuple[tuple[Any, tuple[str, ...]], ...]
     systemic: bool
     subject: Any | None = None  # RE2: its first matching group names the module or command
+    # Patterns other files add (`category_patterns`, e.g. generated translations): tried only
+    # where no category's own patterns match, so the main one-pass set stays small.
+    extra: tuple[Matcher, ...] = ()
 
     def hints_for(self, tool: str) -> tuple[str, ...]:
         for regex, hints in self.tool_hints:
@@ -115,6 +118,15 @@ class Templates:
     ledger: str
     blocked: str
     notice: str
+    # resolutions (proxy/core/resolutions.py)
+    resolution_found: str
+    resolution_after: str
+    resolution_changed: str
+    resolution_retried: str
+    summary_resolution: str
+    resolved_before: str
+    resolution_event: str
+    known_fix: str
 
 
 @dataclass(frozen=True)
@@ -148,6 +160,8 @@ class Rules:
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    category_extra_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    category_extra_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
     marker_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     # Texts already searched for markers: a system prompt or first message comes back on
     # every request of a session, and a text-keyed lookup is cheaper than searching it again.

@@ -133,6 +133,9 @@ class RuleFile(Strict):
     scan: Scan | None = None
     detection: Detection = Detection()
     categories: list[CategoryRule] = []
+    category_patterns: dict[str, list[str]] = Field(
+        {}, description="more patterns for categories defined in any file (generated files)"
+    )
     targets: Targets | None = None
     templates: dict[str, str] = {}
     thresholds: Thresholds | None = None
@@ -146,7 +149,7 @@ class RuleFile(Strict):
 TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     name: frozenset(fields.split())
     for name, fields in {
-        "block": "operation error previous hints",
+        "block": "operation error previous hints resolved",
         "previous_attempt": "n operation category error",
         "no_previous_attempts": "",
         "same_error": "",
@@ -165,6 +168,14 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
         "ledger": "items",
         "blocked": "reason",
         "notice": "notices",
+        "resolution_found": "steps",
+        "resolution_after": "steps",
+        "resolution_changed": "",
+        "resolution_retried": "",
+        "summary_resolution": "turn count worked how",
+        "resolved_before": "failed category count worked how",
+        "resolution_event": "failed category count worked how",
+        "known_fix": "sessions failed category worked how",
     }.items()
 }
 TEMPLATE_NAMES = set(TEMPLATE_FIELDS)

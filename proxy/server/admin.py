@@ -196,8 +196,9 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
     async def report(request: Request) -> Response:
         if (refused := gate(request, wants_html=False)) is not None:
             return refused
-        try:
-            found = await conversations()
+        try:  # index states too: the report skips them, and reads the known fixes'
+            assert proxy.store is not None
+            found = await proxy.store.list_sessions(MAX_LIST)
         except Exception as exc:
             log.error("admin: report failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, False)

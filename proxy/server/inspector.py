@@ -49,6 +49,7 @@ font-weight:600;white-space:nowrap}
 .k-escalation{background:#fee2e2;color:#7f1d1d}
 .k-compaction{background:#ede9fe;color:#4c1d95}
 .k-summary{background:#dcfce7;color:#14532d}
+.k-resolution{background:#ccfbf1;color:#134e4a}
 .a-control{background:#e5e7eb;color:#374151}
 .a-treatment{background:#d1fae5;color:#065f46}
 dl{display:grid;grid-template-columns:repeat(auto-fill,minmax(8.5rem,1fr));gap:.5rem;margin:0}
@@ -114,6 +115,7 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
         "compactions": [compaction.model_dump() for compaction in state.compactions],
         "summary": state.summary,
         "usage": state.provider.usage.model_dump(),  # issue 25: what the loops cost
+        "resolutions": [r.model_dump() for r in state.resolutions.items],  # what worked
     }
 
 

@@ -198,3 +198,43 @@ def test_templates_are_a_typed_value_with_one_field_per_known_template() -> None
 
     assert {f.name for f in fields(Templates)} == TEMPLATE_NAMES
     assert load_rules().templates.block.startswith("[Error Recovery Context]\n")
+
+
+def test_a_rules_copy_older_than_a_template_takes_the_bundled_wording(rules_dir: Path) -> None:
+    """A rules directory copied before `same_error` and the resolution templates existed still
+    loads, with the bundled text for them; a template it never could lack is still required."""
+    recovery = rules_dir / "30-recovery.yaml"
+    lines = recovery.read_text(encoding="utf-8").splitlines()
+    later = ("  same_error:", "  resolution", "  summary_resolution:", "  resolved_before:")
+    kept = [line for line in lines if not line.startswith((*later, "  known_fix:"))]
+    assert len(kept) < len(lines) - 5
+    recovery.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    rules = load_rules(rules_dir)
+    bundled = load_rules()
+    assert rules.templates.same_error == bundled.templates.same_error
+    assert rules.templates.known_fix == bundled.templates.known_fix
+    recovery.write_text(
+        "\n".join(line for line in kept if not line.startswith("  hint:")) + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(RulesError, match="templates missing: \\['hint'\\]"):
+        load_rules(rules_dir)
+
+
+def test_category_patterns_extend_a_category_defined_in_another_file(rules_dir: Path) -> None:
+    (rules_dir / "40-more.yaml").write_text(
+        "category_patterns:\n  conflict:\n    - '(?i)zzz-verrou occupé'\n", encoding="utf-8"
+    )
+    rules = load_rules(rules_dir)
+    verdict = classify(rules, "bash", "Error: zzz-verrou occupé par le processus 42")
+    assert (verdict.error, verdict.category) == (True, "conflict")
+    assert [c.id for c in rules.categories] == [c.id for c in load_rules().categories]
+    assert rules.category("conflict").extra[-1].regex.pattern == "(?i)zzz-verrou occupé"
+
+
+def test_category_patterns_for_an_unknown_category_are_refused(rules_dir: Path) -> None:
+    (rules_dir / "40-more.yaml").write_text(
+        "category_patterns:\n  no_such_category: ['x']\n", encoding="utf-8"
+    )
+    with pytest.raises(RulesError, match=r"40-more\.yaml: category_patterns: no category"):
+        load_rules(rules_dir)

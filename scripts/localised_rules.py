@@ -1,0 +1,272 @@
+"""Localised error patterns from the operating system's own gettext catalogs (issue 23).
+
+The proxy recognises `cat: x: No such file or directory`; a German system prints
+`cat: x: Datei oder Verzeichnis nicht gefunden`. Rather than translating by hand, this script
+reads the translations that libc, bash, coreutils, grep, git, make, apt and PostgreSQL ship
+(`/usr/share/locale/<lang>/LC_MESSAGES/<domain>.mo`, Debian packages libc-l10n, bash,
+coreutils, git, ...) and writes them as rules:
+
+    python -m scripts.localised_rules extract   # .mo files -> scripts/localised_messages.json
+    python -m scripts.localised_rules render    # that JSON -> rules/15-localised.yaml
+
+`extract` needs the catalogs (on Debian: apt-get install libc-l10n locales-all, or the
+packages above); `render` is pure, and tests/scripts/test_localised_rules.py checks that it
+reproduces the committed rules file. A new message or language is an edit to MESSAGES or
+LANGUAGES and a regenerate, never a hand edit of the YAML.
+"""
+
+from __future__ import annotations
+
+import gettext
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTRACT = ROOT / "scripts" / "localised_messages.json"
+RULES = ROOT / "rules" / "15-localised.yaml"
+LOCALE_DIR = Path("/usr/share/locale")
+
+# The languages libc-l10n translates (Debian 12); other domains cover a subset.
+LANGUAGES = (
+    "be",
+    "bg",
+    "ca",
+    "cs",
+    "da",
+    "de",
+    "el",
+    "eo",
+    "es",
+    "fi",
+    "fr",
+    "gl",
+    "hr",
+    "hu",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "lt",
+    "nb",
+    "nl",
+    "pl",
+    "pt",
+    "pt_BR",
+    "ro",
+    "ru",
+    "sk",
+    "sl",
+    "sr",
+    "sv",
+    "tr",
+    "uk",
+    "vi",
+    "zh_CN",
+    "zh_TW",
+)
+
+# (domain, msgid, category, kind). kind "line": a message that ends a line after a
+# `prog: [context: ]` prefix (strerror texts, bash); "tool": a tool's own message at the start
+# of a line or after a `prefix: `; "severity": a PostgreSQL severity opening the output.
+MESSAGES: tuple[tuple[str, str, str, str], ...] = (
+    ("libc", "No such file or directory", "not_found", "line"),
+    ("libc", "Permission denied", "permission_denied", "line"),
+    ("libc", "Operation not permitted", "permission_denied", "line"),
+    ("libc", "Read-only file system", "permission_denied", "line"),
+    ("libc", "No space left on device", "disk_full", "line"),
+    ("libc", "Disk quota exceeded", "disk_full", "line"),
+    ("libc", "Cannot allocate memory", "out_of_memory", "line"),
+    ("libc", "Connection refused", "connection_error", "line"),
+    ("libc", "Connection reset by peer", "connection_error", "line"),
+    ("libc", "Network is unreachable", "connection_error", "line"),
+    ("libc", "No route to host", "connection_error", "line"),
+    ("libc", "Name or service not known", "connection_error", "line"),
+    ("libc", "Temporary failure in name resolution", "connection_error", "line"),
+    ("libc", "Connection timed out", "timeout", "line"),
+    ("libc", "File exists", "conflict", "line"),
+    ("libc", "Is a directory", "invalid_params", "line"),
+    ("libc", "Argument list too long", "size_limit", "line"),
+    ("libc", "File too large", "size_limit", "line"),
+    ("bash", "%s: command not found", "missing_dependency", "line"),
+    ("coreutils", "invalid option -- '%c'", "invalid_params", "tool"),
+    ("coreutils", "%s: unrecognized option '%s%s'\n", "invalid_params", "tool"),
+    ("coreutils", "missing operand", "invalid_params", "line"),
+    ("coreutils", "invalid date %s", "invalid_params", "tool"),
+    ("grep", "%s: invalid option -- '%c'\n", "invalid_params", "tool"),
+    ("git", "pathspec '%s' did not match any file(s) known to git", "not_found", "tool"),
+    ("git", "not a git repository (or any of the parent directories): %s", "not_found", "tool"),
+    ("git", "CONFLICT (%s): Merge conflict in %s", "conflict", "tool"),
+    (
+        "git",
+        "Automatic merge failed; fix conflicts and then commit the result.\n",
+        "conflict",
+        "tool",
+    ),
+    ("git", "Authentication failed for '%s'", "auth_error", "tool"),
+    ("make", "%sNo rule to make target '%s'%s", "not_found", "tool"),
+    ("make", "%s[%s: %s] Error %d%s", "build_failure", "tool"),
+    ("libapt-pkg6.0", "Unable to locate package %s", "not_found", "tool"),
+    ("libapt-pkg6.0", "Could not get lock %s", "conflict", "tool"),
+    ("apt", "Temporary failure resolving '%s'", "connection_error", "tool"),
+    ("postgres-15", 'relation "%s" does not exist', "not_found", "tool"),
+    ("postgres-15", 'column "%s" does not exist', "not_found", "tool"),
+    ("postgres-15", "permission denied for table %s", "permission_denied", "tool"),
+    ("postgres-15", 'password authentication failed for user "%s"', "auth_error", "tool"),
+    ("postgres-15", 'duplicate key value violates unique constraint "%s"', "conflict", "tool"),
+    ("postgres-15", "canceling statement due to statement timeout", "timeout", "tool"),
+    ("postgres-15", "ERROR", "", "severity"),
+    ("postgres-15", "FATAL", "", "severity"),
+)
+
+QUOTES = "\"'«»„“”‘’‚‹›「」『』"
+FORMAT = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:l|ll|h|z|j|t)?[sdicuzmf]|%%")
+WILDCARD = "[^\\n]*?"
+META = set(r"\.^$|?*+()[]{}")
+
+
+def extract(locale_dir: Path = LOCALE_DIR) -> dict[str, dict[str, dict[str, str]]]:
+    """{domain: {"versions": {lang: Project-Id-Version}, msgid: {lang: msgstr}}} for every
+    catalog present; untranslated messages are left out."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for domain in sorted({d for d, *_ in MESSAGES}):
+        wanted = [m for d, m, *_ in MESSAGES if d == domain]
+        entry: dict[str, dict[str, str]] = {"versions": {}}
+        for lang in LANGUAGES:
+            path = locale_dir / lang / "LC_MESSAGES" / f"{domain}.mo"
+            if not path.is_file():
+                continue
+            with path.open("rb") as fh:
+                catalog = gettext.GNUTranslations(fh)
+            entry["versions"][lang] = catalog.info().get("project-id-version", "")
+            for msgid in wanted:
+                msgstr = catalog._catalog.get(msgid)  # the raw table: no fallback
+                if isinstance(msgstr, str) and msgstr and msgstr != msgid:
+                    entry.setdefault(msgid, {})[lang] = msgstr
+        if entry["versions"]:
+            out[domain] = entry
+    return out
+
+
+def to_pattern(text: str) -> str:
+    """An RE2 fragment for one translated message: format directives (with the quotes around
+    them) become a wildcard within the line, spaces stay as the catalog has them (programs
+    print the catalog's text) except that a no-break space may also be a plain one, trailing
+    punctuation is optional."""
+    text = text.strip().rstrip(".。!！")
+    text = re.sub(r"^%s\s*[:：]\s*", "", text)  # bash: "%s: command not found"
+    q = re.escape(QUOTES)
+    parts = re.split(rf"[{q}]?\s*(?:{FORMAT.pattern})\s*[{q}]?", text)
+    pieces = []
+    for part in parts:
+        escaped = "".join("\\" + c if c in META else c for c in part)
+        escaped = re.sub("[\u00a0\u202f]", "[ \\\\x{a0}\\\\x{202f}]", escaped)
+        pieces.append(escaped.replace("\n", "\\n").replace("\t", "\\t"))
+    return WILDCARD.join(pieces).strip()
+
+
+def _trim(fragment: str) -> str:
+    """A tool message without wildcards at its ends."""
+    while fragment.startswith(WILDCARD):
+        fragment = fragment[len(WILDCARD) :]
+    while fragment.endswith(WILDCARD):
+        fragment = fragment[: -len(WILDCARD)]
+    return fragment
+
+
+def _alternation(fragments: list[str]) -> str:
+    unique = sorted(set(f for f in fragments if f and f != WILDCARD), key=lambda f: (-len(f), f))
+    return "(?:" + "|".join(unique) + ")"
+
+
+def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
+    """The rules file for an extract: detection rules per kind, patterns per category."""
+    by_kind: dict[str, list[str]] = {"line": [], "suffix": [], "tool": [], "severity": []}
+    by_category: dict[str, list[str]] = {}
+    for domain, msgid, category, kind in MESSAGES:
+        for _lang, msgstr in sorted(data.get(domain, {}).get(msgid, {}).items()):
+            fragment = to_pattern(msgstr)
+            if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
+                kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
+            else:
+                kind_here = kind
+            # A wildcard at either end would keep a thread alive along every line of every
+            # result: the rules give the prefix (`make: *** `, one shared wildcard for the
+            # suffixes) and need no tail.
+            by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
+            literal = max(fragment.split(WILDCARD), key=len).strip()
+            if category and len(literal) >= 4:
+                # Categories search whole windows unanchored: literals only, so the one-pass
+                # set stays a small automaton (a wildcard per message multiplies its states).
+                by_category.setdefault(category, []).append(literal)
+    sep = "(?::[ \\x{a0}\\x{202f}]?|[ \\x{a0}\\x{202f}]:[ \\x{a0}\\x{202f}]|：)"
+    rules = [
+        (
+            "localised-system-errors",
+            "a strerror or bash message in the user's language ending a `prog: ...: ` line "
+            "in the first two lines",
+            f"(?m)\\A(?:[^\\n]*\\n)?[^\\n]*?{sep}(?:{_alternation(by_kind['line'])}|"
+            f"[^\\n]*?{_alternation(by_kind['suffix'])})[.。]?[ \\t]*$",
+        ),
+        (
+            "localised-tool-messages",
+            "git, apt, make, coreutils, grep and PostgreSQL failure messages in the user's "
+            "language, at the start of a line or after one or two `prog: ` prefixes",
+            f"(?m)^[ \\t]*(?:[\\w./-]+(?:\\[\\d+\\])?{sep}[ \\t]*){{0,2}}(?:[*]{{3}} +)?"
+            f"{_alternation(by_kind['tool'])}",
+        ),
+        (
+            "localised-postgres-severity",
+            "psql output opening with `psql: ` or a translated ERROR or FATAL severity",
+            f"\\A\\s*(?:psql: \\S|{_alternation(by_kind['severity'])}:  )",
+        ),
+    ]
+    versions = sorted(
+        f"{domain}: " + ", ".join(f"{lang} {v}" for lang, v in sorted(entry["versions"].items()))
+        for domain, entry in data.items()
+    )
+    lines = [
+        "# GENERATED by `python -m scripts.localised_rules render` from",
+        "# scripts/localised_messages.json (the gettext catalogs below); do not edit by hand:",
+        "# change scripts/localised_rules.py and regenerate. Errors the OS and tools print in",
+        "# the user's language (issue 23).",
+        "# Catalogs (domain: language version):",
+        *(f"#   {line[:200]}" for line in versions),
+        "",
+        "detection:",
+        "  error:",
+    ]
+    for rule_id, description, pattern in rules:
+        lines += [
+            f"    - id: {rule_id}",
+            f"      description: {_quote(description)}",
+            f"      pattern: {_quote(pattern)}",
+        ]
+    lines += ["", "category_patterns:"]
+    for category in sorted(by_category):
+        lines += [f"  {category}:", f"    - {_quote(_alternation(by_category[category]))}"]
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["extract"]:
+        locale_dir = Path(argv[1]) if len(argv) > 1 else LOCALE_DIR
+        data = extract(locale_dir)
+        EXTRACT.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+        print(f"{EXTRACT}: {len(data)} domains")
+        return 0
+    if argv[:1] == ["render"]:
+        RULES.write_text(render(json.loads(EXTRACT.read_text(encoding="utf-8"))), encoding="utf-8")
+        print(f"{RULES} written")
+        return 0
+    print("usage: python -m scripts.localised_rules extract [LOCALE_DIR] | render", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
