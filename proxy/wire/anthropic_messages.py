@@ -226,7 +226,8 @@ def _steer(out: dict[str, Any], ledger: str, default: str) -> None:
         compaction = out["compaction"]
         own = compaction.get("instructions")
         base = own if isinstance(own, str) and own.strip() else default
-        out["compaction"] = {**compaction, "instructions": _joined(base, ledger)}
+        if base.strip():  # never the ledger alone in place of the provider's whole prompt
+            out["compaction"] = {**compaction, "instructions": _joined(base, ledger)}
     edits = _edits(out)
     if any(isinstance(e, dict) and e.get("type") in COMPACT_EDITS for e in edits):
         steered = [

@@ -453,3 +453,20 @@ async def test_cleared_failures_are_kept_in_system(client) -> None:
     assert claude.system() == summary
     metrics = (await client.get("/metrics")).text
     assert "recovery_proxy_compactions_total 1.0" in metrics  # once, not on every clear
+
+
+async def test_without_a_stand_in_prompt_on_demand_compaction_is_left_alone(tmp_path) -> None:
+    """A rules copy without `provider_instructions`: the ledger alone would replace the
+    provider's whole summarisation prompt, so the request keeps its own."""
+    rules = local_rules(tmp_path, {"  provider_instructions: |-": "  old_instructions: |-"})
+    text = (rules / "30-recovery.yaml").read_text()
+    (rules / "30-recovery.yaml").write_text(
+        text.replace("  old_instructions: |-\n    Write a summary", "  # Write a summary")
+    )
+    async with proxy_client(make_settings(rules=str(rules))) as c:
+        claude = Claude(c, session="no-stand-in")
+        claude.extra = {}
+        await failed_once(claude)
+        claude.extra = {"compaction": {"type": "summarize"}}
+        await claude.send()
+        assert claude.forwarded[-1]["compaction"] == {"type": "summarize"}
