@@ -116,9 +116,9 @@ class RecoveryPipeline:
             except Exception as exc:  # a tracker bug, not a store outage: fail open upstream
                 raise TrackerError(f"{type(exc).__name__}: {exc}") from exc
 
-        learning = self.learning.get(key)
-        if learning is not None:  # the previous answer's calls first (they name this turn's)
-            await asyncio.wait([learning], timeout=LEARN_WAIT)
+        pending = self.learning.get(key)
+        if pending is not None:  # the previous answer's calls first (they name this turn's)
+            await asyncio.wait([pending], timeout=LEARN_WAIT)
         plan = await self._update(key, apply, len(request.body) > HEAVY_BYTES)
         if learning:  # control sessions teach too; they are never offered anything
             await self.known.record(key, plan, now)
