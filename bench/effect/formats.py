@@ -99,7 +99,9 @@ def tools(fmt: Format) -> list[dict[str, Any]]:
             for n, d, p, r in TOOLS
         ]
     if fmt == "messages":
-        return [{"name": n, "description": d, "input_schema": _schema(p, r)} for n, d, p, r in TOOLS]
+        return [
+            {"name": n, "description": d, "input_schema": _schema(p, r)} for n, d, p, r in TOOLS
+        ]
     return [
         {"type": "function", "name": n, "description": d, "parameters": _schema(p, r)}
         for n, d, p, r in TOOLS
@@ -163,7 +165,9 @@ def _chat(history: list[Turn]) -> list[dict[str, Any]]:
                 for c in turn.calls
             ]
         out.append(message)
-        out += [{"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in turn.results]
+        out += [
+            {"role": "tool", "tool_call_id": r.call_id, "content": r.text} for r in turn.results
+        ]
     return out
 
 
@@ -174,11 +178,18 @@ def _messages(history: list[Turn]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": turn.text})
             continue
         blocks: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
-        blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in turn.calls]
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.args} for c in turn.calls
+        ]
         out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "."}]})
         if turn.results:
             results = [
-                {"type": "tool_result", "tool_use_id": r.call_id, "content": r.text, "is_error": r.failed}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": r.call_id,
+                    "content": r.text,
+                    "is_error": r.failed,
+                }
                 for r in turn.results
             ]
             out.append({"role": "user", "content": results})
@@ -194,7 +205,12 @@ def _responses(history: list[Turn]) -> list[dict[str, Any]]:
         if turn.text:
             out.append({"role": "assistant", "content": turn.text})
         out += [
-            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(c.args)}
+            {
+                "type": "function_call",
+                "call_id": c.id,
+                "name": c.name,
+                "arguments": json.dumps(c.args),
+            }
             for c in turn.calls
         ]
         out += [
@@ -221,7 +237,11 @@ def parse(fmt: Format, body: dict[str, Any]) -> Reply:
     if fmt == "chat":
         message = (body.get("choices") or [{}])[0].get("message") or {}
         calls = [
-            ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], _args(c["function"].get("arguments")))
+            ToolCall(
+                c.get("id") or f"call_{i}",
+                c["function"]["name"],
+                _args(c["function"].get("arguments")),
+            )
             for i, c in enumerate(message.get("tool_calls") or [])
         ]
         prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
@@ -234,7 +254,9 @@ def parse(fmt: Format, body: dict[str, Any]) -> Reply:
             for b in content
             if b.get("type") == "tool_use"
         ]
-        return Reply(text, calls, usage.get("input_tokens", 0) or 0, usage.get("output_tokens", 0) or 0)
+        return Reply(
+            text, calls, usage.get("input_tokens", 0) or 0, usage.get("output_tokens", 0) or 0
+        )
     items = body.get("output") or []
     text = "".join(
         part.get("text", "")
@@ -243,7 +265,9 @@ def parse(fmt: Format, body: dict[str, Any]) -> Reply:
         for part in item.get("content") or []
     )
     calls = [
-        ToolCall(item.get("call_id") or item.get("id") or "", item["name"], _args(item.get("arguments")))
+        ToolCall(
+            item.get("call_id") or item.get("id") or "", item["name"], _args(item.get("arguments"))
+        )
         for item in items
         if item.get("type") == "function_call"
     ]

@@ -373,7 +373,7 @@ def failing_test() -> list[Task]:
             Task(
                 id=f"failing_test-{i}",
                 family="failing_test",
-                prompt="The test suite is failing. Make it pass; run it with `pytest`.",
+                prompt=f"`{node}` fails. Make the test suite pass; run it with `pytest`.",
                 build=lambda path=path, code=code, test=test: Sandbox(
                     files=_noise(
                         {
