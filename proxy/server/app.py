@@ -360,6 +360,7 @@ def rewrite_headers(rewrite: Rewrite) -> list[tuple[bytes, bytes]]:
     extra = [
         (b"x-recovery-proxy-injected", b"%d" % rewrite.injected),
         (b"x-recovery-proxy-reapplied", b"%d" % rewrite.reapplied),
+        (b"x-recovery-proxy-tokens", b"%d" % rewrite.tokens),
     ]
     if rewrite.session:
         extra.append((b"x-recovery-proxy-session", rewrite.session.encode()))

@@ -33,6 +33,7 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     # One new block, the first one re-applied; the session key names the tenant and session.
     assert response.headers["x-recovery-proxy-injected"] == "1"
     assert response.headers["x-recovery-proxy-reapplied"] == "1"
+    assert int(response.headers["x-recovery-proxy-tokens"]) > 0  # both blocks' tokens
     tenant, _, session = response.headers["x-recovery-proxy-session"].partition(":")
     assert len(tenant) == 16 and session
     repeat = await agent.send()  # the same request again: nothing new, both re-applied
