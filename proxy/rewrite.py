@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from recovery_proxy.logs import log_request
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.wire import DEFAULT, WireFormat
 
@@ -47,6 +48,23 @@ class Rewrite:
 
 
 UNCHANGED = Rewrite()
+
+
+def log_rewrite(rewrite: Rewrite, wire: str, started: float, body: bytes | None = None) -> None:
+    """The request log line for one rewrite (proxy/logs.py), the same for every route."""
+    log_request(
+        session=rewrite.session,
+        wire=wire,
+        results=rewrite.results,
+        failures=rewrite.failures,
+        injected=rewrite.injected,
+        reapplied=rewrite.reapplied,
+        started=started,
+        rules_version=rewrite.rules,
+        arm=rewrite.arm,
+        refused=rewrite.reject is not None,
+        body=body,
+    )
 
 
 class Rewriter(Protocol):

@@ -31,7 +31,7 @@ class Carried:
     refused: str = ""
 
 
-def log_request(
+def record_request(
     state: SessionState, request: Carried, tokens: int, now: float, changed: bool
 ) -> None:
     """Record one request (nothing if it carried nothing and was not refused). `tokens`: the

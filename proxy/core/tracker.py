@@ -43,7 +43,7 @@ from recovery_proxy.core.notices import (
     same_failure,
 )
 from recovery_proxy.core.plan import Budget, Plan, Skip, fit_block
-from recovery_proxy.core.request_log import Carried, log_request
+from recovery_proxy.core.request_log import Carried, record_request
 from recovery_proxy.core.state import (
     MAX_CALLS,
     MAX_RECORDS,
@@ -174,7 +174,7 @@ def observe(
         summary = ("added" if signals else "reapplied") if plan.summary else ""
         request = Carried(added, carried, summary, plan.reject or "")
         tokens = stats.tokens_injected - tokens_before
-        log_request(state, request, tokens, now, bool(new or signals))
+        record_request(state, request, tokens, now, bool(new or signals))
     remember_thread(state, conv, visible, marker)
     if new or signals or not state.updated:  # a first sight is dated too (it was 1970);
         state.updated = now  # an unchanged state is not written again (stores compare bytes)

@@ -20,11 +20,17 @@ from typing import Any
 import orjson
 
 from recovery_proxy.config import Settings
-from recovery_proxy.logs import log_request
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.pipeline import Parts, build_pipeline, open_parts
 from recovery_proxy.prices import check_file as check_prices
-from recovery_proxy.rewrite import UNCHANGED, ChatRequest, Rewrite, Rewriter, fail_open
+from recovery_proxy.rewrite import (
+    UNCHANGED,
+    ChatRequest,
+    Rewrite,
+    Rewriter,
+    fail_open,
+    log_rewrite,
+)
 from recovery_proxy.rules.model import Rules
 from recovery_proxy.server import websocket, ws_relay
 from recovery_proxy.server.asgi import (
@@ -228,19 +234,8 @@ class RecoveryProxy:
             assert rewriter is not None, "the lifespan has not run"
             rewrite = await fail_open(lambda: rewriter(request), self.metrics)
         extra = rewrite_headers(rewrite)
-        log_request(
-            session=rewrite.session,
-            wire=wire.name,
-            results=rewrite.results,
-            failures=rewrite.failures,
-            injected=rewrite.injected,
-            reapplied=rewrite.reapplied,
-            started=started,
-            rules_version=rewrite.rules,
-            arm=rewrite.arm,
-            refused=rewrite.reject is not None,
-            body=(rewrite.body or plain) if self.settings.log_bodies else None,
-        )
+        logged = (rewrite.body or plain) if self.settings.log_bodies else None
+        log_rewrite(rewrite, wire.name, started, logged)
         if rewrite.reject is not None:  # the `block` escalation: answered here, with our headers
             if self.tracing is not None:
                 self.tracing.record(raw_headers, wire.name, rewrite, started, None)

@@ -33,8 +33,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from recovery_proxy.logs import log_request
-from recovery_proxy.rewrite import ChatRequest, Rewrite
+from recovery_proxy.rewrite import ChatRequest, Rewrite, log_rewrite
 from recovery_proxy.server import websocket
 from recovery_proxy.wire.base import WireFormat
 
@@ -205,18 +204,7 @@ class ResponsesRelay:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         request = ChatRequest(plain, payload, headers, self.wire, self.session, self.wire.paths[0])
         rewrite = await self.rewrite(request)
-        log_request(
-            session=rewrite.session,
-            wire=self.wire.name,
-            results=rewrite.results,
-            failures=rewrite.failures,
-            injected=rewrite.injected,
-            reapplied=rewrite.reapplied,
-            started=started,
-            rules_version=rewrite.rules,
-            arm=rewrite.arm,
-            refused=rewrite.reject is not None,
-        )
+        log_rewrite(rewrite, self.wire.name, started)
         if rewrite.reject is not None:
             error = {"type": "recovery_escalation", "code": "recovery_escalation"}
             event = {"type": "error", "status": 409, "error": {**error, "message": rewrite.reject}}
