@@ -44,6 +44,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=512, help="completion tokens per turn")
     p.add_argument("--api-key", default="sk-local", help="sent as Bearer and x-api-key")
     p.add_argument("--out", default="bench/effect/out/run", help="output prefix (.json .md .png)")
+    p.add_argument(
+        "--text-tool-calls",
+        action="store_true",
+        help="read tool calls a model writes as text (```json or <tool_call>), as harnesses "
+        "for small local models do",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep each finished episode in PREFIX.jsonl and skip those already there",
+    )
     return p
 
 
@@ -82,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.episode_seconds,
         args.api_key,
         options,
+        args.text_tool_calls,
     )
+    journal = Path(args.out).with_suffix(".jsonl") if args.resume else None
     if args.mock:
         from bench.effect.mock import policy
         from recovery_proxy.demo.mock_model import create_mock_app
@@ -90,9 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with BackgroundServer(create_mock_app([], after=policy(tasks))) as model:
             plan.base_url = f"{model.url}/v1"
-            episodes = asyncio.run(run(plan, progress=True))
+            episodes = asyncio.run(run(plan, progress=True, journal=journal))
     else:
-        episodes = asyncio.run(run(plan, progress=True))
+        episodes = asyncio.run(run(plan, progress=True, journal=journal))
     summary = summarise(episodes)
     meta = {
         "model": args.model,

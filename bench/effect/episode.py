@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from bench.effect.formats import Format, ToolResult, Turn, parse, path_of, request
+from bench.effect.formats import Format, ToolResult, Turn, parse, path_of, request, text_calls
 from bench.effect.tasks import Task
 
 SYSTEM = (
@@ -60,6 +60,12 @@ class Episode:
         """A plain dict (steps as dicts)."""
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> Episode:
+        """The episode `to_json` wrote."""
+        steps = [Step(**step) for step in record.get("steps", [])]
+        return cls(**{**record, "steps": steps})
+
 
 def compact(task: Task, history: list[Turn]) -> list[Turn]:
     """The history after a compaction: one user message with the marker and a summary that
@@ -88,8 +94,10 @@ async def run_episode(
     options: dict[str, Any],
     max_turns: int = 12,
     seconds: float = 300.0,
+    read_text_calls: bool = False,
 ) -> Episode:
-    """Play `task` against the model at `base_url` (direct, or a proxy in front of it)."""
+    """Play `task` against the model at `base_url` (direct, or a proxy in front of it);
+    with `read_text_calls`, tool calls the model wrote as text count as calls."""
     episode = Episode(task.id, task.family, arm, seed)
     sandbox = task.build()
     history = [Turn("user", task.prompt)]
@@ -115,6 +123,8 @@ async def run_episode(
                 break
             response.raise_for_status()
             reply = parse(fmt, response.json())
+            if read_text_calls:
+                reply = text_calls(reply)
             episode.prompt_tokens += reply.prompt_tokens
             episode.completion_tokens += reply.completion_tokens
             if not reply.calls:

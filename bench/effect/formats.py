@@ -5,6 +5,7 @@ reply read back as text, tool calls and usage."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -272,3 +273,28 @@ def parse(fmt: Format, body: dict[str, Any]) -> Reply:
         if item.get("type") == "function_call"
     ]
     return Reply(text, calls, usage.get("input_tokens", 0) or 0, usage.get("output_tokens", 0) or 0)
+
+
+FENCED = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>|```(?:json)?\s*(\{.*?\})\s*```", re.S)
+
+
+def text_calls(reply: Reply) -> Reply:
+    """`reply` with the tool calls a model wrote as text, for models that do not use the
+    wire's tool calls (small local ones write `{"name": ..., "arguments": {...}}` in a
+    ```json fence or <tool_call> tags): calls to offered tools become the reply's calls, and
+    its text is dropped, as a harness that parses text calls would keep its history."""
+    if reply.calls:
+        return reply
+    offered = {name for name, *_ in TOOLS}
+    calls = []
+    for match in FENCED.finditer(reply.text):
+        try:
+            call = json.loads(match.group(1) or match.group(2))
+        except ValueError:
+            continue
+        args = call.get("arguments", call.get("parameters")) if isinstance(call, dict) else None
+        if isinstance(args, dict) and call.get("name") in offered:
+            calls.append(ToolCall(f"text_{len(calls)}", call["name"], args))
+    if not calls:
+        return reply
+    return Reply("", calls, reply.prompt_tokens, reply.completion_tokens)

