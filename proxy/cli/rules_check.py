@@ -8,7 +8,7 @@ from pathlib import Path
 from recovery_proxy.core.classify import categorise, key_line
 from recovery_proxy.rules.load import load_rules
 from recovery_proxy.rules.model import Matcher, Rules, RulesError
-from recovery_proxy.rules.schema import PatternRule
+from recovery_proxy.rules.schema import CategoryRule, PatternRule
 
 
 def example_failures(rules: Rules) -> tuple[int, list[str]]:
@@ -48,7 +48,31 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
                     failures.append(
                         f"{name}: category {category.id!r} {verb} claim {text!r} (got {got!r})"
                     )
+            ran += _error_hint_failures(name, category, rules, failures)
     return ran, failures
+
+
+def _error_hint_failures(
+    name: str, category: CategoryRule, rules: Rules, failures: list[str]
+) -> int:
+    """Run a category's `error_hints` examples: a `match` text's key line must get the hints
+    of its entry (no earlier entry shadows it), a `no_match` one must not."""
+    compiled = rules.category(category.id)
+    ran = 0
+    for i, entry in enumerate(category.error_hints):
+        for text, wanted in [(t, True) for t in entry.examples.match] + [
+            (t, False) for t in entry.examples.no_match
+        ]:
+            ran += 1
+            line = key_line(text, rules)
+            chosen = compiled is not None and compiled.hints_for("", line) == tuple(entry.hints)
+            if chosen != wanted:
+                verb = "should" if wanted else "should not"
+                failures.append(
+                    f"{name}: category {category.id!r} error_hints[{i}] {verb} give its hints"
+                    f" for {text!r} (key line {line!r})"
+                )
+    return ran
 
 
 def check_rules(directory: Path | None, extra: Path | None = None) -> int:

@@ -160,6 +160,47 @@ def target_of(arguments: dict[str, Any], rules: Rules) -> str:
     return ""
 
 
+LABEL_VALUE_MAX = 60  # characters of one argument (as JSON) a label shows; longer is free text
+LABEL_KEY_MAX = 40
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}  # JSON leaves them
+
+
+def arguments_label(arguments: dict[str, Any], rules: Rules) -> str:
+    """A call without a target, named by its identifying arguments: `service="api",
+    level="verbose"`. Scalar and small nested values in their given order, each as a JSON
+    literal on one line (quotes, line breaks and control characters escaped: arguments are
+    untrusted and must not close the quote or the call); long free text (a body, a message,
+    over `LABEL_VALUE_MAX` characters) and odd keys left out; at most `targets.max_length`
+    characters, cut at a whole argument (`, ...` says some were cut)."""
+    limit = rules.targets.max_length
+    parts: list[str] = []
+    used = 0
+    for key, value in arguments.items():
+        name = key.replace("-", "_")
+        if value is None or len(key) > LABEL_KEY_MAX or not name.isidentifier():
+            continue
+        try:
+            shown = orjson.dumps(value).decode().translate(_LINE_BREAKS)
+        except orjson.JSONEncodeError:  # not JSON (an integer past 64 bits)
+            continue
+        if len(shown) > LABEL_VALUE_MAX:
+            continue
+        part = f"{key}={shown}"
+        if used + len(part) + 2 * bool(parts) > limit - 5:  # room for ", ..."
+            parts.append("...")
+            break
+        used += len(part) + 2 * bool(parts)
+        parts.append(part)
+    return ", ".join(parts)
+
+
+def call_identity(arguments: dict[str, Any], rules: Rules) -> tuple[str, str]:
+    """(target, label): the call's target (`target_of`) when it has one, else its arguments'
+    label (`arguments_label`). What a block names and repeats are counted on."""
+    target = target_of(arguments, rules)
+    return target, "" if target else arguments_label(arguments, rules)
+
+
 def _clip(line: str) -> str:
     line = line.strip().removeprefix("<tool_use_error>").removesuffix("</tool_use_error>").strip()
     return line if len(line) <= KEY_LINE_MAX else line[: KEY_LINE_MAX - 3] + "..."

@@ -127,10 +127,10 @@ def frozen_summary(
     """The summary of every distinct failure the model can no longer see, within the record
     and token caps. Only to make room are older failures of one (tool, category) dropped
     (newest kept), then the oldest. Rendered once per compaction, then frozen."""
-    distinct: dict[tuple[str, str, str, str], FailureRecord] = {}
+    distinct: dict[tuple[str, ...], FailureRecord] = {}
     for record in state.records:
         if record.call_id not in visible:
-            key = (record.operation, record.target, record.category, record.error)
+            key = (record.operation, record.target, record.label, record.category, record.error)
             distinct.pop(key, None)
             distinct[key] = record
     chosen = make_room(list(distinct.values()), rules.thresholds.summary_records)

@@ -111,9 +111,9 @@ def offer(
     r = fix.fix
     text = rules.templates.known_fix.format(
         sessions=fix.seen,
-        failed=call(r.operation, r.target),
+        failed=call(r.operation, r.target, label=r.label),
         category=r.category,
-        worked=call(r.tool, r.worked),
+        worked=call(r.tool, r.worked, label=r.worked_label),
         how=how(rules, r),
     )
     calls = [f"{r.tool}\x1e{r.worked}", *(f"{t}\x1e{g}" for t, g in r.via)]

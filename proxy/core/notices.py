@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recovery_proxy.core import loops
+from recovery_proxy.core import loops, render
 from recovery_proxy.core.conversation import Conversation, ToolResult
 from recovery_proxy.core.plan import Plan
 from recovery_proxy.core.state import FailureRecord, SessionState
@@ -18,16 +18,23 @@ from recovery_proxy.rules.model import Rules
 def same_failure(a: FailureRecord, b: FailureRecord) -> bool:
     """The same category of failure on the same target (or the same subject the error names:
     one missing module), whatever the tool (edit, then read, then edit of one missing file is
-    one blind retry); without either, the same tool."""
+    one blind retry); without either, the same tool with the same identifying arguments (its
+    `label`: `level="verbose"` twice is a repeat, `level="debug"` after it is another attempt,
+    which the block lists under previous attempts: plan.earlier_attempts)."""
     if a.category != b.category or a.about != b.about:
         return False
-    return bool(a.about) or a.operation == b.operation
+    return bool(a.about) or (a.operation == b.operation and a.label == b.label)
 
 
 def repeat_notices(record: FailureRecord, rules: Rules, count: int) -> list[str]:
     """The repeat notice for `record`, the `count`th failure like it among the records."""
     th, t = rules.thresholds, rules.templates
-    target = f'"{record.about}"' if record.about else record.operation
+    if record.about:
+        target = f'"{record.about}"'
+    elif record.label:  # `set_log_level(service="api", level="verbose")`
+        target = render.operation(record.operation, "", record.label)
+    else:
+        target = record.operation
     if count >= th.repeat_stop:
         template = t.repeat_stop
     elif count >= th.repeat_warn:

@@ -97,7 +97,7 @@ def fit_block(
     what worked for a similar failure (proxy/core/resolutions.py, known_fixes.py)."""
     earlier = earlier_attempts(state, record)
     category = rules.category(record.category) or rules.category("unknown")
-    hints = list(category.hints_for(record.operation)) if category else []
+    hints = list(category.hints_for(record.operation, record.error)) if category else []
     systemic = systemic_notice(state, record, rules)
     if systemic:
         return "\n\n".join([systemic, *notices])
@@ -119,7 +119,7 @@ def fit_block(
 
 def earlier_attempts(state: SessionState, record: FailureRecord) -> list[FailureRecord]:
     """Earlier failures on the same target or subject (any operation); without either, the
-    same operation and category."""
+    same operation and category, whatever their arguments (the values already tried)."""
     others = state.records[:-1]
     if record.about:
         return [r for r in others if r.about == record.about]
@@ -140,7 +140,7 @@ def systemic_notice(state: SessionState, record: FailureRecord, rules: Rules) ->
     if len(operations) < rules.thresholds.systemic_operations:
         return ""
     return rules.templates.systemic.format(  # the systemic notice always quotes the error
-        operation=render.operation(record.operation, record.target),
+        operation=render.operation(record.operation, record.target, record.label),
         error=render.unlabelled(rules.templates.systemic, record.error),
         category=record.category,
         operations=len(operations),

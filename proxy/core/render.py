@@ -13,9 +13,14 @@ from recovery_proxy.rules.model import Rules
 QUOTED_MAX = 200  # characters of one tool output a summary item quotes
 
 
-def operation(tool: str, target: str) -> str:
-    """`edit_file("src/config.ts")`, or `edit_file()` without a target."""
-    return f'{tool}("{target}")' if target else f"{tool}()"
+def operation(tool: str, target: str, label: str = "", quote: bool = False) -> str:
+    """`edit_file("src/config.ts")`; without a target, the call's arguments label, quoted
+    already (`set_log_level(service="api", level="verbose")`: classify.arguments_label);
+    `edit_file()` without either. `quote`: the target as a JSON string literal (`quoted`),
+    as the summary in the system prompt shows it."""
+    if target:
+        return f"{tool}({quoted(target)})" if quote else f'{tool}("{target}")'
+    return f"{tool}({label})"
 
 
 def unlabelled(template: str, error: str) -> str:
@@ -58,7 +63,7 @@ def previous_attempts(rules: Rules, earlier: list[FailureRecord], current: str) 
     return "\n".join(
         t.previous_attempt.format(
             n=n,
-            operation=operation(r.operation, r.target),
+            operation=operation(r.operation, r.target, r.label),
             category=r.category,
             error=t.same_error if r.error == current and t.same_error else r.error,
         )
@@ -81,7 +86,7 @@ def block(
     t = rules.templates
     text = fill(
         t.block,
-        operation=operation(record.operation, record.target),
+        operation=operation(record.operation, record.target, record.label),
         error="" if error_shown else unlabelled(t.block, record.error),
         previous=previous_attempts(rules, earlier, record.error),
         hints="\n".join(t.hint.format(hint=h) for h in hints),
@@ -118,7 +123,7 @@ def summary(
     items = "\n".join(
         t.summary_item.format(
             category=r.category,
-            operation=f"{r.operation}({quoted(r.target) if r.target else ''})",
+            operation=operation(r.operation, r.target, r.label, quote=True),
             error=quoted(r.error),
             turn=r.turn,
         )

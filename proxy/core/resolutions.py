@@ -67,9 +67,15 @@ def failed(state: SessionState, record: FailureRecord, result: ToolResult, signa
 
 
 def succeeded(
-    state: SessionState, result: ToolResult, target: str, signature: str, now: float
+    state: SessionState,
+    result: ToolResult,
+    target: str,
+    signature: str,
+    now: float,
+    label: str = "",
 ) -> Resolution | None:
-    """A success arrived: the resolution it completes, if any (recorded in `state`)."""
+    """A success arrived: the resolution it completes, if any (recorded in `state`). `label`:
+    the call's arguments label when it has no target (what a block shows of what worked)."""
     memory = state.resolutions
     memory.step += 1
     _age(state)
@@ -80,7 +86,8 @@ def succeeded(
     resolution = None
     if found:
         group, kind, via = found
-        resolution = _record(state, group, kind, via, tool, target, signature, result, now)
+        worked = (tool, target, "" if target else label)
+        resolution = _record(state, group, kind, via, worked, signature, result, now)
     if memory.open:  # it may name a file a later call reads instead of a missing one
         wanted = any(f.category in ALTERNATIVE for f in memory.open)
         names = _names(result.text) if wanted else []
@@ -157,13 +164,13 @@ def _record(
     group: list[OpenFailure],
     kind: str,
     via: list[Done],
-    tool: str,
-    target: str,
+    worked: tuple[str, str, str],  # the call that worked: tool, target, label
     signature: str,
     result: ToolResult,
     now: float,
 ) -> Resolution:
     memory = state.resolutions
+    tool, target, label = worked
     keys = {f.key for f in group}
     memory.open = [f for f in memory.open if f.key not in keys]
     records = {r.call_id: r for r in state.records}
@@ -176,9 +183,11 @@ def _record(
         category=group[-1].category,
         error=last.error if last else "",
         about=last.about if last else group[-1].target,
+        label=last.label if last and not group[-1].target else "",
         kind=kind,  # type: ignore[arg-type]
         tool=tool,
         worked=target,
+        worked_label=label,
         via=[(d.tool, d.target) for d in via],
         changed=kind == "retry" and any(f.signature != signature for f in group),
         call_id=result.key,
@@ -274,11 +283,10 @@ def how(rules: Rules, resolution: Resolution, quote: bool = False) -> str:
     return "".join(parts)
 
 
-def call(tool: str, target: str, quote: bool = False) -> str:
-    """`tool("target")`; `quote`: the target as a JSON string literal (the summary's form)."""
-    if quote:
-        return f"{tool}({render.quoted(target) if target else ''})"
-    return render.operation(tool, target)
+def call(tool: str, target: str, quote: bool = False, label: str = "") -> str:
+    """`tool("target")` (render.operation); `quote`: the target as a JSON string literal (the
+    summary's form); `label`: the call's arguments when it has no target."""
+    return render.operation(tool, target, label, quote)
 
 
 def summary_notes(state: SessionState, rules: Rules) -> dict[str, str]:
@@ -288,7 +296,7 @@ def summary_notes(state: SessionState, rules: Rules) -> dict[str, str]:
         line = rules.templates.summary_resolution.format(
             turn=resolution.turn,
             count=len(resolution.failed),
-            worked=call(resolution.tool, resolution.worked, quote=True),
+            worked=call(resolution.tool, resolution.worked, True, resolution.worked_label),
             how=how(rules, resolution, quote=True),
         )
         for key in resolution.failed:
@@ -306,10 +314,10 @@ def similar(state: SessionState, record: FailureRecord, rules: Rules) -> str:
         return ""
     r = same[-1]
     return rules.templates.resolved_before.format(
-        failed=call(r.operation, r.target),
+        failed=call(r.operation, r.target, label=r.label),
         category=r.category,
         count=len(r.failed),
-        worked=call(r.tool, r.worked),
+        worked=call(r.tool, r.worked, label=r.worked_label),
         how=how(rules, r),
     )
 
@@ -317,9 +325,9 @@ def similar(state: SessionState, record: FailureRecord, rules: Rules) -> str:
 def event_text(resolution: Resolution, rules: Rules) -> str:
     """The timeline's line for a resolution."""
     return rules.templates.resolution_event.format(
-        failed=call(resolution.operation, resolution.target),
+        failed=call(resolution.operation, resolution.target, label=resolution.label),
         category=resolution.category,
         count=len(resolution.failed),
-        worked=call(resolution.tool, resolution.worked),
+        worked=call(resolution.tool, resolution.worked, label=resolution.worked_label),
         how=how(rules, resolution),
     )

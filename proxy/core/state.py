@@ -32,10 +32,12 @@ class FailureRecord(BaseModel):
     time: float
     thread: str = ""
     subject: str = ""  # what the error names (a missing module or command), if its category says
+    label: str = ""  # without a target, the call's identifying arguments (arguments_label)
 
     @property
     def about(self) -> str:
-        """What repeats are counted on: the subject the error names, else the call's target."""
+        """What repeats are counted on: the subject the error names, else the call's target
+        (else the operation with its `label`: notices.same_failure)."""
         return self.subject or self.target
 
 
@@ -138,6 +140,8 @@ class Resolution(BaseModel):
     kind: Literal["retry", "alternative"]
     tool: str  # the call that worked
     worked: str  # its target
+    label: str = ""  # the failed call's arguments label, when it has no target
+    worked_label: str = ""  # the call that worked's, when it has no target
     via: list[tuple[str, str]] = Field(default_factory=list)  # (tool, target) that found it
     changed: bool = False  # a retry with other arguments
     call_id: str = ""  # the successful result's key

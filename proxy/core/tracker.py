@@ -21,7 +21,7 @@ import hashlib
 import orjson
 
 from recovery_proxy.core import known_fixes, loops, render, resolutions
-from recovery_proxy.core.classify import Verdict, classify, target_of
+from recovery_proxy.core.classify import Verdict, call_identity, classify
 from recovery_proxy.core.compaction import (
     detect_compaction,
     first_visible,
@@ -62,11 +62,12 @@ MAX_JUDGED = 1000
 
 
 def call_signature(result: ToolResult, rules: Rules) -> str:
-    """`operation#digest of canonical arguments`: equal for identical calls."""
+    """`operation#digest of canonical arguments`: equal for identical calls (the operation as
+    blocks name it, for loop notices to show)."""
     if result.call is None:
         return f"{result.tool}()#{result.call_id}"
     canonical = orjson.dumps(result.call.arguments, option=orjson.OPT_SORT_KEYS)
-    shown = render.operation(result.call.name, target_of(result.call.arguments, rules))
+    shown = render.operation(result.call.name, *call_identity(result.call.arguments, rules))
     return shown + "#" + hashlib.sha256(canonical).hexdigest()[:12]
 
 
@@ -240,10 +241,12 @@ def _annotate(
         state.consecutive_failures += 1
         stats.failures += 1
         arguments = result.call.arguments if result.call else {}
+        target, label = call_identity(arguments, rules)
         record = FailureRecord(
             call_id=result.key,
             operation=result.tool,
-            target=target_of(arguments, rules),
+            target=target,
+            label=label,
             category=verdict.category,
             error=verdict.key_line,
             turn=state.turn,
@@ -268,8 +271,8 @@ def _annotate(
             escalations.append(f"{state.consecutive_failures} consecutive tool calls have failed")
     else:
         arguments = result.call.arguments if result.call else {}
-        target = target_of(arguments, rules)
-        worked = resolutions.succeeded(state, result, target, signature, now)
+        target, label = call_identity(arguments, rules)
+        worked = resolutions.succeeded(state, result, target, signature, now, label)
         if worked:
             event(state, now, "resolution", result.call_id, resolutions.event_text(worked, rules))
             plan.learned.append(worked)

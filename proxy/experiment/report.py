@@ -128,9 +128,9 @@ def known_fix_rows(key: str, state: SessionState) -> list[dict[str, Any]]:
         rows.append(
             {
                 "tenant": key.partition(":")[0],
-                "failed": call(r.operation, r.target),
+                "failed": call(r.operation, r.target, label=r.label),
                 "category": r.category,
-                "worked": call(r.tool, r.worked),
+                "worked": call(r.tool, r.worked, label=r.worked_label),
                 "via": [call(tool, target) for tool, target in r.via],
                 "sessions": fix.seen,
                 "offered": fix.offered,

@@ -30,6 +30,7 @@ from recovery_proxy.rules.model import (
 from recovery_proxy.rules.overlay import overlay
 from recovery_proxy.rules.schema import (
     TEMPLATE_NAMES,
+    ErrorHints,
     Escalation,
     PatternRule,
     Placement,
@@ -222,6 +223,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
                     ),
                     systemic=c.systemic,
                     subject=_subject_pattern(c.subject, where) if c.subject else None,
+                    error_hints=_error_hints(c.error_hints, where),
                 )
             )
     categories = _extend_categories(categories, files)
@@ -281,6 +283,14 @@ def _subject_pattern(pattern: str, where: str) -> Any:
     if regex.groups < 1:
         raise RulesError(f"{where} subject: the pattern needs a (group) around what it names")
     return regex
+
+
+def _error_hints(entries: list[ErrorHints], where: str) -> tuple[tuple[Any, tuple[str, ...]], ...]:
+    """A category's `error_hints`, compiled: (RE2 on the key line, its hints)."""
+    return tuple(
+        (compile_pattern(e.pattern, f"{where} error_hints[{i}].pattern"), tuple(e.hints))
+        for i, e in enumerate(entries)
+    )
 
 
 def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:

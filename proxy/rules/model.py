@@ -83,8 +83,15 @@ class Category:
     # Patterns other files add (`category_patterns`, e.g. generated translations): tried only
     # where no category's own patterns match, so the main one-pass set stays small.
     extra: tuple[Matcher, ...] = ()
+    error_hints: tuple[tuple[Any, tuple[str, ...]], ...] = ()  # (RE2 on the key line, hints)
 
-    def hints_for(self, tool: str) -> tuple[str, ...]:
+    def hints_for(self, tool: str, error: str = "") -> tuple[str, ...]:
+        """The hints for a failure of this category: those of the first `error_hints` whose
+        pattern matches its key error line, else of the first `tool_hints` for its tool, else
+        the category's own."""
+        for regex, hints in self.error_hints:
+            if error and regex.search(error):
+                return hints
         for regex, hints in self.tool_hints:
             if regex.search(tool):
                 return hints

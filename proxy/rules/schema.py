@@ -34,6 +34,15 @@ class ToolHints(Strict):
     hints: list[str] = Field(min_length=1, max_length=6)
 
 
+class ErrorHints(Strict):
+    """Hints for the failures of a category whose key error line says something specific
+    (`Is a directory`, a value that is not one of the allowed ones)."""
+
+    pattern: str = Field(description="RE2 on the failure's key error line")
+    hints: list[str] = Field(min_length=1, max_length=3)
+    examples: Examples = Examples()  # key lines (or whole outputs) the pattern must match
+
+
 class CategoryRule(Strict):
     """A failure category: patterns, hints, optional restriction to some tools."""
 
@@ -42,6 +51,9 @@ class CategoryRule(Strict):
     tools: str | None = Field(None, description="RE2 on the tool name: only these tools")
     hints: list[str] = Field(min_length=1, max_length=6)
     tool_hints: list[ToolHints] = []
+    error_hints: list[ErrorHints] = Field(
+        [], description="the first whose pattern matches the key error line replaces the hints"
+    )
     systemic: bool = False
     subject: str | None = Field(
         None,

@@ -289,7 +289,7 @@ def detail_html(key: str, state: SessionState, fraction: float, refresh: int = 0
         rows = "".join(
             f'<tr><td class="t" title="{escape(iso(r.time))}">{escape(_clock(r.time))}</td>'
             f'<td class="n">{escape(r.turn)}</td>'
-            f"<td><code>{escape(r.operation)}({escape(r.target)})</code></td>"
+            f"<td><code>{escape(r.operation)}({escape(r.target or r.label)})</code></td>"
             f'<td>{escape(r.category)}</td><td class="key">{escape(r.call_id)}</td>'
             f"<td><pre>{escape(r.error)}</pre></td></tr>"
             for r in state.records

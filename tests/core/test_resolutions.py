@@ -107,3 +107,19 @@ def test_the_control_arm_tracks_resolutions_and_injects_nothing(rules: Rules) ->
     t.call("list_dir", {"path": "src"}, "settings.ts")
     read(t, "src/settings.ts")
     assert len(t.state.resolutions.items) == 1 and t.state.stats.tokens_injected == 0
+
+
+def test_what_worked_for_a_call_without_a_target_names_its_arguments(rules: Rules) -> None:
+    t = Transcript(rules)
+    error = 'Error: invalid level "verbose": must be one of debug|info|warn|error'
+    t.call("set_log_level", {"service": "api", "level": "verbose"}, error)
+    t.call("set_log_level", {"service": "api", "level": "debug"}, "log level of api: debug")
+    [resolution] = t.state.resolutions.items
+    [line] = set(summary_notes(t.state, rules).values())
+    assert line.endswith('set_log_level(service="api", level="debug"), with other arguments')
+    t.call("set_log_level", {"service": "worker", "level": "trace"}, error)
+    assert (
+        'Earlier in this session, set_log_level(service="api", level="verbose") (invalid_params)'
+        ' was resolved by set_log_level(service="api", level="debug"), with other arguments.'
+    ) in t.text_after_last(t.send())
+    assert resolution.kind == "retry"

@@ -47,6 +47,30 @@ async def test_block_after_a_failure_and_previous_attempts_after_a_repeat(client
     assert agent.forwarded[1]["messages"][3]["content"] == first
 
 
+async def test_a_call_without_a_target_is_named_by_its_arguments_with_a_hint_for_its_error(
+    client,
+) -> None:
+    """A Chat tool call whose arguments have no target key (`service`, `level`): the block
+    names what was tried, and the rejected-value error gets the allowed-values hint."""
+    agent = ScriptedAgent(client)
+    error = (
+        "Error: 422 Unprocessable Entity: level: Input should be 'debug', 'info', 'warning' "
+        "or 'error'"
+    )
+    await agent.call("set_log_level", {"service": "api", "level": "verbose"}, error)
+    text = agent.last_tool_text
+    assert text.startswith(
+        error + '\n\n[Error Recovery Context]\nOperation: set_log_level(service="api", '
+        'level="verbose")\n\nRecovery suggestions:\n  - Use exactly one of the values the error '
+        "lists, spelled as listed\n"
+    )
+    assert "Do not retry the rejected value" in text
+    await agent.call("set_log_level", {"service": "api", "level": "trace"}, error)
+    assert '1. set_log_level(service="api", level="verbose") -> invalid_params' in (
+        agent.last_tool_text
+    )
+
+
 async def test_repeats_warn_then_stop(client) -> None:
     agent = ScriptedAgent(client)
     await agent.call("read_file", {"path": "src/config.ts"}, ENOENT)

@@ -238,3 +238,69 @@ def test_category_patterns_for_an_unknown_category_are_refused(rules_dir: Path) 
     )
     with pytest.raises(RulesError, match=r"40-more\.yaml: category_patterns: no category"):
         load_rules(rules_dir)
+
+
+DEPLOY_CATEGORY = """categories:
+  - id: deploy
+    patterns: ['(?i)deploy failed']
+    hints: [Read the deploy log before deploying again]
+    tool_hints:
+      - tools: '^deploy$'
+        hints: [Check the deploy tool's own log]
+    error_hints:
+      - pattern: '{pattern}'
+        hints: [Wait for the running deploy to finish; then deploy once]
+        examples:
+          match: [{example}]
+"""
+
+
+def test_error_hints_are_chosen_by_the_key_line_before_tool_hints(rules_dir: Path) -> None:
+    (rules_dir / "40-deploy.yaml").write_text(
+        DEPLOY_CATEGORY.format(pattern="(?i)already in progress", example="'x'")
+    )
+    rules = load_rules(rules_dir)
+    deploy = rules.category("deploy")
+    assert deploy is not None
+    line = "Deploy failed: a deploy is already in progress"
+    assert deploy.hints_for("deploy", line) == (
+        "Wait for the running deploy to finish; then deploy once",
+    )
+    assert deploy.hints_for("deploy", "Deploy failed: quota") == (
+        "Check the deploy tool's own log",
+    )
+    assert deploy.hints_for("ship", "Deploy failed: quota") == (
+        "Read the deploy log before deploying again",
+    )
+
+
+def test_a_bad_error_hints_pattern_is_refused_naming_file_and_field(rules_dir: Path) -> None:
+    (rules_dir / "40-deploy.yaml").write_text(
+        DEPLOY_CATEGORY.format(pattern="(?<=in) progress", example="'x'")
+    )
+    with pytest.raises(RulesError) as caught:
+        load_rules(rules_dir)
+    message = str(caught.value)
+    assert message.startswith(
+        "40-deploy.yaml category 'deploy' error_hints[0].pattern: invalid RE2"
+    )
+    (rules_dir / "40-deploy.yaml").write_text(
+        DEPLOY_CATEGORY.format(pattern="x", example="'x'").replace(
+            "deploy once]", "deploy once, a, b, c]"
+        )
+    )
+    with pytest.raises(
+        RulesError,
+        match=r"40-deploy\.yaml: rule 'deploy' \(categories\.0\.error_hints\.0\.hints\): List should have at most 3 items",
+    ):
+        load_rules(rules_dir)
+
+
+def test_rules_check_runs_the_error_hints_examples(rules_dir: Path, capsys) -> None:
+    (rules_dir / "40-deploy.yaml").write_text(
+        DEPLOY_CATEGORY.format(pattern="(?i)already in progress", example="'Deploy failed: quota'")
+    )
+    assert check_rules(rules_dir) == 1
+    err = capsys.readouterr().err
+    assert "40-deploy.yaml: category 'deploy' error_hints[0] should give its hints for" in err
+    assert "'Deploy failed: quota' (key line 'Deploy failed: quota')" in err
