@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--families", help="comma list of task families (default all)")
     p.add_argument("--limit", type=int, help="first N tasks only")
+    p.add_argument(
+        "--pairs", type=int, help="first N (seed, task) pairs only, seed by seed (default all)"
+    )
     p.add_argument("--concurrency", type=int, default=4, help="episodes at once (default 4)")
     p.add_argument("--max-turns", type=int, default=12, help="model turns per episode")
     p.add_argument("--episode-seconds", type=float, default=300.0, help="time per episode")
@@ -94,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.api_key,
         options,
         args.text_tool_calls,
+        args.pairs,
     )
     journal = Path(args.out).with_suffix(".jsonl") if args.resume else None
     if args.mock:
@@ -114,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seeds": f"{seeds[0]}..{seeds[-1]}",
         "tasks": len(tasks),
         "families": len({t.family for t in tasks}),
-        "pairs": len(tasks) * len(seeds),
+        "pairs": len(episodes) // len(arms),
         "episodes": len(episodes),
         "max_turns": args.max_turns,
         "command": "python -m bench.effect "

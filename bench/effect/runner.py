@@ -44,17 +44,18 @@ class Plan:
     api_key: str = "sk-local"
     options: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.7, "max_tokens": 512})
     read_text_calls: bool = False  # tool calls written as text count (small local models)
+    pairs: int | None = None  # only the first N (seed, task) pairs of the schedule
 
 
 def schedule(plan: Plan) -> list[tuple[Task, int, str]]:
     """The episodes in run order: pair by pair, each pair's arms in an order drawn from its
     seed, so arms meet the same server load and no arm runs all its episodes first."""
     jobs = []
-    for seed in plan.seeds:
-        for task in plan.tasks:
-            arms = list(plan.arms)
-            random.Random(f"{seed}:{task.id}").shuffle(arms)
-            jobs += [(task, seed, arm) for arm in arms]
+    pairs = [(seed, task) for seed in plan.seeds for task in plan.tasks][: plan.pairs]
+    for seed, task in pairs:
+        arms = list(plan.arms)
+        random.Random(f"{seed}:{task.id}").shuffle(arms)
+        jobs += [(task, seed, arm) for arm in arms]
     return jobs
 
 

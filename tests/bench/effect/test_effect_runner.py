@@ -85,3 +85,14 @@ def test_tool_calls_written_as_text() -> None:
         "The file is fixed.",
     ):
         assert text_calls(Reply(text, [], 1, 1)).calls == []
+
+
+def test_pairs_takes_the_first_pairs_seed_by_seed(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    argv = ["--mock", "--seeds", "2", "--families", "transient_network,compaction"]
+    assert main([*argv, "--pairs", "13", "--out", str(out)]) == 0
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert doc["meta"]["pairs"] == 13 and len(doc["episodes"]) == 26
+    played = {(e["seed"], e["task"]) for e in doc["episodes"]}
+    assert len({task for seed, task in played if seed == 0}) == 10  # all of seed 0 first
+    assert len({task for seed, task in played if seed == 1}) == 3
