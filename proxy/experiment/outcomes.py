@@ -137,9 +137,9 @@ def format_outcomes(section: dict[str, Any]) -> list[str]:
         label, fmt, method = LABELS[name]
         n = f"n = {row['n_treatment']} vs {row['n_control']}"
         if row["difference"] is None:
-            lines.append(f"    {label:28}n/a ({n})")
+            lines.append(f"    {label:31}n/a ({n})")
             continue
-        text = f"    {label:28}{fmt.format(row['difference'])}"
+        text = f"    {label:31}{fmt.format(row['difference'])}"
         if row["ci95"] is None:
             lines.append(f"{text}  [no CI: fewer than 2 sessions in an arm ({n})]")
         else:
