@@ -21,6 +21,7 @@ import pytest
 
 from recovery_proxy.core.state import OutcomeResult
 from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.experiment.outcomes import format_outcomes
 from recovery_proxy.server.app import create_app
 from recovery_proxy.server.background import BackgroundServer
 from recovery_proxy.session.keys import named, scoped, tenant_of
@@ -31,6 +32,7 @@ TOKEN = "adm-Hq4n8ZpW2sKx7Lc3"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
 FRACTION = 0.5
 TEAMS = ("sk-team-atlas-51f0", "sk-team-borealis-9c2e", "sk-team-cygnus-07ad")
+LOG = "\n  at Server.listen (node:net:1913:7) EADDRINUSE 0.0.0.0:3000"  # varies the sizes
 ENOENT = "Error: ENOENT: no such file or directory, open 'src/config.ts'"
 # Per arm: 10 sessions reported (treatment 9 succeeded / 1 failed; control 3 / 5 failed /
 # 2 abandoned) and one never reported. 9/10 vs 3/10 is a case of Newcombe's (1998) tables.
@@ -38,6 +40,13 @@ PLAN: dict[str, list[OutcomeResult | None]] = {
     "treatment": ["succeeded"] * 9 + ["failed", None],
     "control": ["succeeded"] * 3 + ["failed"] * 5 + ["abandoned"] * 2 + [None],
 }
+
+
+def readme_example() -> list[str]:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Outcomes: did the sessions succeed?", 1)[1]
+    block = section.split("```\noutcomes (", 1)[1].split("\n```", 1)[0]
+    return ("outcomes (" + block).splitlines()
 
 
 def sessions() -> list[dict[str, Any]]:
@@ -65,7 +74,11 @@ def chat(name: str, results: list[str]) -> dict[str, Any]:
     """The agent's request after reading src/config.ts once per result in `results`."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent working in /srv/app."},
-        {"role": "user", "content": f"Fix {name}: the server listens on the wrong port."},
+        {
+            "role": "user",
+            "content": f"Fix {name}: the server listens on the wrong port."
+            + LOG * (int(name[-4:]) % 7),
+        },
     ]
     for i, result in enumerate(results):
         call_id = f"call_{name}_{i}"
@@ -81,8 +94,9 @@ def chat(name: str, results: list[str]) -> dict[str, Any]:
 
 
 def provider(request: httpx.Request) -> httpx.Response:
-    """A chat completion whose usage grows with the request (what the model received)."""
-    prompt = len(request.content) // 4
+    """A chat completion whose usage grows with the request (what the model received), on top
+    of a system prompt and tool definitions of 2,000 tokens the mock is spared."""
+    prompt = 2_000 + len(request.content) // 4
     usage = {"prompt_tokens": prompt, "completion_tokens": 40, "total_tokens": prompt + 40}
     answer = {
         "id": "chatcmpl-outcomes",
@@ -183,6 +197,7 @@ async def test_the_report_shows_success_per_arm_with_intervals_and_tokens_per_su
         == report_json["control"]["repeat_failures"]
         == 11
     )
+    assert format_outcomes(outcomes) == readme_example()  # the README shows this run
     for (arm, result), count in reports.items():  # every report counts in the metric
         assert (
             f'recovery_proxy_outcomes_total{{arm="{arm}",outcome="{result}"}} {count}.0' in metrics
