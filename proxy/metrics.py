@@ -75,6 +75,15 @@ class Metrics:
             registry=r,
         )
 
+        # Session outcomes (issue 28), as harnesses and operators report them over HTTP.
+        self.outcomes = Counter(
+            "recovery_proxy_outcomes",
+            "Session outcomes reported over HTTP, by A/B arm and outcome (every report: a "
+            "session reported twice counts twice here, once in the report)",
+            ["arm", "outcome"],
+            registry=r,
+        )
+
     def set_rules_version(self, version: str) -> None:
         """Expose the active rules content hash as a label."""
         self.rules_info.clear()

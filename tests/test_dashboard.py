@@ -87,7 +87,7 @@ def chat(text: str = "hello") -> dict[str, Any]:
 @pytest.fixture
 async def scraped(tmp_path: Path) -> dict[str, set[str]]:
     """/metrics of a real app after traffic on every route: failures, blocks, an escalation,
-    a compaction summary, an unreachable upstream, a rules reload."""
+    a compaction summary, an outcome report, an unreachable upstream, a rules reload."""
     rules = tmp_path / "rules"
     shutil.copytree(default_rules_dir(), rules)
     closed = f"http://127.0.0.1:{free_port()}"
@@ -98,6 +98,12 @@ async def scraped(tmp_path: Path) -> dict[str, set[str]]:
             error = f"Error: ENOENT: no such file or directory, open 'src/missing{n}.ts'"
             response = await agent.call("read_file", {"path": f"src/missing{n}.ts"}, error)
             assert response.status_code == 200
+        outcome = await client.post(  # its harness reports how it ended
+            "/v1/recovery/sessions/dashboard/outcome",
+            json={"result": "failed"},
+            headers=agent.headers,
+        )
+        assert outcome.status_code == 200, outcome.text
         with upstream_mock() as mock:
             mock.post(f"{UPSTREAM}/responses").respond(200, json={"output": []})
             mock.post(f"{ROOT}/v1/messages").respond(200, json={"content": []})

@@ -1,6 +1,6 @@
 """Command line: `recovery-proxy serve | run -- CMD | config | demo | explain | rules check |
-sessions list | sessions purge | report`. The parser, its help text and the dispatch to each
-command's own module (cli/serve.py, cli/run.py, ..., demo/runner.py)."""
+sessions list | sessions purge | sessions outcome | report`. The parser, its help text and the
+dispatch to each command's own module (cli/serve.py, cli/run.py, ..., demo/runner.py)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", metavar="NAME", help="delete the sessions of this name (the id agents sent)"
     )
     which.add_argument("--all", action="store_true", help="delete every session")
+    outcome = sessions_commands.add_parser(
+        "outcome",
+        help="record how a session ended, for the A/B report (the latest report counts)",
+    )
+    outcome.add_argument(
+        "session", metavar="NAME", help="the session's name, as `sessions list` shows it, or key"
+    )
+    outcome.add_argument("result", choices=["succeeded", "failed", "abandoned"])
+    outcome.add_argument("--score", type=float, help="a grade from 0 to 1")
+    outcome.add_argument("--note", help="a short note (at most 500 characters)")
+    outcome.add_argument("--store", help=STORE_HELP)
+    outcome.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
 
     report = commands.add_parser(
         "report", help="A/B report: treatment vs control sessions (RECOVERY_PROXY_CONTROL_FRACTION)"
@@ -202,6 +214,11 @@ def _command(args: argparse.Namespace) -> int:
 
         if args.sessions_command == "list":
             return list_sessions(serve_settings(args), args.limit, args.json, args.name)
+        if args.sessions_command == "outcome":
+            from recovery_proxy.cli.outcome import set_outcome
+
+            settings = serve_settings(args)
+            return set_outcome(settings, args.session, args.result, args.score, args.note)
         return purge_sessions(serve_settings(args), args.key, args.session)
     if args.command == "report":
         from recovery_proxy.cli.report import run_report

@@ -1,5 +1,5 @@
 """`recovery-proxy sessions list | purge`: look at stored session state; delete one session
-or all."""
+or all. (`sessions outcome` is cli/outcome.py.)"""
 
 from __future__ import annotations
 
@@ -92,15 +92,26 @@ def purge_sessions(settings: Settings, key: str | None, name: str | None = None)
 
 # ---- sessions list -----------------------------------------------------------------------
 
-COLUMNS = ("name", "key", "tenant", "arm", "last seen", "results", "failures", "compactions")
+COLUMNS = (
+    "name",
+    "key",
+    "tenant",
+    "arm",
+    "last seen",
+    "results",
+    "failures",
+    "compactions",
+    "outcome",
+)
 MAX_SCAN = 100_000  # sessions read to find those of one name
 
 
 def list_sessions(settings: Settings, limit: int, as_json: bool, name: str | None = None) -> int:
     """Print one row per stored session (most recent first, at most `limit`): the key as the
     `x-recovery-proxy-session` header shows it and `sessions purge --key` takes it, the tenant
-    hash, the A/B arm, when it was last seen and its counters. Continuity-index states (the
-    bookkeeping that links fingerprinted conversations) are not sessions and are skipped."""
+    hash, the A/B arm, when it was last seen, its counters and its reported outcome.
+    Continuity-index states (the bookkeeping that links fingerprinted conversations) are not
+    sessions and are skipped."""
     if refuse_memory(settings, MEMORY_LIST):
         return 2
     if limit < 1:
@@ -144,6 +155,7 @@ def _rows(
                 "results": state.stats.results,
                 "failures": state.stats.failures,
                 "compactions": len(state.compactions),
+                "outcome": state.outcome.result if state.outcome else None,
             }
         )
         if len(rows) >= limit:
@@ -162,22 +174,8 @@ def _when(updated: float, now: float) -> str:
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    cells = [
-        [
-            str(row[name])
-            for name in (
-                "name",
-                "key",
-                "tenant",
-                "arm",
-                "last_seen",
-                "results",
-                "failures",
-                "compactions",
-            )
-        ]
-        for row in rows
-    ]
+    fields = [column.replace(" ", "_") for column in COLUMNS]  # `last seen`: `last_seen`
+    cells = [["-" if row[name] is None else str(row[name]) for name in fields] for row in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COLUMNS)]
     numeric = {5, 6, 7}
 

@@ -278,6 +278,23 @@ class ProviderState(BaseModel):
             del self.calls[next(iter(self.calls))]
 
 
+# --- A session's outcome (issue 28): reported by its harness or an operator, read by the A/B
+# report. One field of SessionState, defaulted: states stored before it load unchanged.
+
+OutcomeResult = Literal["succeeded", "failed", "abandoned"]
+MAX_NOTE = 500  # characters of an outcome's note
+
+
+class Outcome(BaseModel):
+    """How the session ended, as reported (proxy/session/outcome.py); the latest report wins."""
+
+    result: OutcomeResult
+    score: float | None = None  # 0..1, when the reporter grades the run
+    note: str = ""
+    time: float = 0.0  # when it was reported
+    by: Literal["harness", "operator"] = "harness"  # the credential's holder, or the admin
+
+
 class SessionState(BaseModel):
     """Everything recovery-proxy keeps for one session."""
 
@@ -300,6 +317,7 @@ class SessionState(BaseModel):
     name: str = ""  # what the agent or user called it (its id), or "fingerprint: <first line>"
     provider: ProviderState = Field(default_factory=ProviderState)  # issue 25
     resolutions: Resolutions = Field(default_factory=Resolutions)  # what worked (issue 27)
+    outcome: Outcome | None = None  # how it ended, once reported (issue 28)
 
     def trim(self) -> None:
         """Apply every cap, dropping the oldest entries first."""

@@ -35,20 +35,25 @@ extreme ones, treat the interval as a rough guide. The arm totals (`tool_results
 `failures`, ...) are plain sums; `repeat_failure_rate` and `mean_streak` at arm level are
 pooled (sum over sum), for reading, not for the test.
 
+`outcomes`: did the sessions succeed, as their harness or an operator reported it: success
+rate per arm with a Wilson interval, its difference with Newcombe's interval, mean score and
+tokens per successful session (proxy/experiment/outcomes.py says how and why).
+
 Continuity-index states (`state.links`) are not conversations and are skipped. Only live
 sessions are read: a session expires `session_ttl_seconds` after its last request.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from statistics import NormalDist, fmean, variance
+from statistics import fmean
 from typing import Any
 
 from recovery_proxy.core.resolutions import call
 from recovery_proxy.core.state import SessionState, Stats
 from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.experiment.intervals import compare
+from recovery_proxy.experiment.outcomes import Row, format_outcomes, outcome_section
 
 ARMS = ("treatment", "control")
 METRICS = (
@@ -63,7 +68,6 @@ METHOD = (
     "session is the unit: per-session values, difference of means (treatment - control) "
     "with a 95% Welch t interval"
 )
-Z95 = NormalDist().inv_cdf(0.975)
 
 
 def streaks(state: SessionState) -> tuple[int, int]:
@@ -92,6 +96,7 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
     """The report over `sessions` (key, state) as `list_sessions` returns them."""
     values: dict[str, dict[str, list[float]]] = {a: {m: [] for m in METRICS} for a in ARMS}
     totals: dict[str, dict[str, int]] = {a: _zero() for a in ARMS}
+    outcomes: dict[str, list[Row]] = {a: [] for a in ARMS}
     skipped = 0
     known: list[dict[str, Any]] = []
     for key, state in sessions:
@@ -101,9 +106,11 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
             continue
         arm = arm_of(key, control_fraction)
         _add(totals[arm], state)
-        for metric, value in session_values(state).items():
+        session = session_values(state)
+        for metric, value in session.items():
             if value is not None:
                 values[arm][metric].append(value)
+        outcomes[arm].append((state.outcome, session["tokens_per_session"]))
     report: dict[str, Any] = {
         "control_fraction": control_fraction,
         "method": METHOD,
@@ -115,6 +122,7 @@ def build_report(sessions: list[tuple[str, SessionState]], control_fraction: flo
         metric: compare(values["treatment"][metric], values["control"][metric])
         for metric in METRICS
     }
+    report["outcomes"] = outcome_section(outcomes)  # did they succeed (experiment/outcomes.py)
     report["known_fixes"] = known
     return report
 
@@ -186,61 +194,6 @@ def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-def compare(treatment: list[float], control: list[float]) -> dict[str, Any]:
-    """Difference of means (treatment - control) with a 95% Welch t interval."""
-    out: dict[str, Any] = {
-        "treatment": fmean(treatment) if treatment else None,
-        "control": fmean(control) if control else None,
-        "n_treatment": len(treatment),
-        "n_control": len(control),
-        "difference": None,
-        "ci95": None,
-        "note": "",
-    }
-    if out["treatment"] is not None and out["control"] is not None:
-        out["difference"] = out["treatment"] - out["control"]
-    interval = welch_interval(treatment, control)
-    if interval is None:
-        out["note"] = "no confidence interval: needs at least 2 sessions with a value in each arm"
-    else:
-        out["ci95"] = list(interval)
-    return out
-
-
-def welch_interval(a: list[float], b: list[float]) -> tuple[float, float] | None:
-    """95% interval for mean(a) - mean(b), Welch's t; None with fewer than 2 values in one."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = variance(a) / len(a), variance(b) / len(b)
-    diff = fmean(a) - fmean(b)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return (diff, diff)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t_quantile_975(df) * se
-    return (diff - half, diff + half)
-
-
-def t_quantile_975(df: float) -> float:
-    """The 0.975 quantile of Student's t with `df` degrees of freedom (Welch's df may be
-    fractional). Cornish-Fisher expansion around the normal quantile (Abramowitz & Stegun
-    26.7.5): within 1% of the exact value just above df = 2 (4.27 vs 4.30), within 0.1% from
-    df = 3 (3.179 vs 3.182). Up to df = 2 the exact values at df 1 (12.71) and 2 (4.30) are
-    interpolated linearly, on the wide, conservative side (t(1.5) is 6.02, the line 8.50)."""
-    if df <= 2:
-        # t(1) = tan(pi (p - 1/2)), t(2) = (2p - 1) / sqrt(2p (1 - p)), p = 0.975: exact.
-        t1, t2 = math.tan(math.pi * 0.475), 0.95 / math.sqrt(2 * 0.975 * 0.025)
-        if df <= 1:
-            return t1
-        return t1 + (t2 - t1) * (df - 1)
-    z = Z95
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
-
-
 LABELS = {
     "failure_rate": "failures per tool result",
     "repeat_failure_rate": "repeat-failure rate",
@@ -296,6 +249,7 @@ def format_report(report: dict[str, Any]) -> str:
             low, high = (fmt.format(v) for v in row["ci95"])
             line += f"  [{low}, {high}]  n = {row['n_treatment']} vs {row['n_control']}"
         lines.append(line)
+    lines += ["", *format_outcomes(report["outcomes"])]
     if report.get("known_fixes"):
         lines += ["", "known fixes (learned per tenant; offered in treatment sessions only):"]
         for row in report["known_fixes"]:

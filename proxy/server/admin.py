@@ -8,7 +8,7 @@ like any unknown path (it is never relayed upstream: only `/v1/...` and the prov
   once with `?token=...`: that sets an HttpOnly, SameSite=Strict cookie on `/admin` and
   redirects to the same URL without the token. The cookie is a random value of that login
   (`Auth`), never the token; it authorizes GET requests and `POST /admin/logout` only:
-  `POST /admin/rules/reload` needs the Bearer header.
+  the `POST` routes (rules reload, session outcomes) need the Bearer header.
 - Everything taken from session state (tool errors are attacker-controlled text) is escaped
   (proxy/server/inspector.py renders the pages); they carry a CSP that allows no script at all.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import re
 import secrets
 import time
 from typing import Any
@@ -30,6 +29,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from recovery_proxy.core.state import SessionState
 from recovery_proxy.experiment.report import build_report
 from recovery_proxy.rules.model import RulesError
+from recovery_proxy.server.asgi import BodyTooLarge, length_and_encoding, read_body
 from recovery_proxy.server.inspector import (
     CHALLENGE,
     COMMON_HEADERS,
@@ -42,14 +42,16 @@ from recovery_proxy.server.inspector import (
     session_row,
     token_page,
 )
+from recovery_proxy.server.outcome import MAX_BODY as MAX_OUTCOME
+from recovery_proxy.server.outcome import record as record_outcome
 from recovery_proxy.server.state import ProxyState
+from recovery_proxy.session.keys import is_key
 
 log = logging.getLogger("recovery_proxy")
 
 COOKIE = "recovery_proxy_admin"
 COOKIE_MAX_AGE = 12 * 3600
 MAX_LOGINS = 256  # live inspector logins kept; the oldest goes first
-KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # session.keys.scoped: tenant:digest
 MAX_LIST = 1000
 MAX_SCAN = 100_000  # sessions read to filter by name
 STORE_DOWN = "the session store is unavailable"
@@ -173,7 +175,7 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
         if (refused := gate(request, wants_html)) is not None:
             return refused
         state: SessionState | None = None
-        if KEY.fullmatch(key):
+        if is_key(key):
             try:
                 assert proxy.store is not None
                 state = await proxy.store.get(key)
@@ -203,6 +205,20 @@ def router(proxy: ProxyState, token: str) -> APIRouter:
             log.error("admin: report failed: %s", type(exc).__name__)
             return unavailable(STORE_DOWN, False)
         return _json(build_report(found, proxy.settings.control_fraction))
+
+    @routes.post("/sessions/{key}/outcome")
+    async def outcome(request: Request, key: str) -> Response:
+        """Report a session's outcome as the operator (the body as for the harness's route)."""
+        if (refused := gate(request, wants_html=False)) is not None:
+            return refused
+        declared = length_and_encoding(request.scope["headers"])[0]
+        try:
+            body = await read_body(request.receive, MAX_OUTCOME, declared)
+        except BodyTooLarge:
+            message = f"an outcome report is at most {MAX_OUTCOME} bytes"
+            return _json({"error": {"message": message, "type": "request_too_large"}}, 413)
+        status, answer = await record_outcome(proxy, [key] if is_key(key) else [], body, "operator")
+        return _json(answer, status)
 
     @routes.post("/logout")
     async def logout(request: Request) -> Response:

@@ -32,7 +32,7 @@ from recovery_proxy.rewrite import (
     log_rewrite,
 )
 from recovery_proxy.rules.model import Rules
-from recovery_proxy.server import websocket, ws_relay
+from recovery_proxy.server import outcome, websocket, ws_relay
 from recovery_proxy.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -144,6 +144,9 @@ class RecoveryProxy:
                 except session_path.BadSessionPath as exc:
                     raise Refusal(400, str(exc), "invalid_session_path") from None
             path: str = scope["path"]
+            if path.startswith(outcome.PREFIX):  # the proxy's own route, never relayed
+                await outcome.handle(self.state, scope, receive, send)
+                return
             wire = self.routes.get(path)
             if wire is None and self.matched and scope["method"] == "POST":
                 wire = next((w for w in self.matched if w.path_match(path)), None)

@@ -52,6 +52,9 @@ font-weight:600;white-space:nowrap}
 .k-resolution{background:#ccfbf1;color:#134e4a}
 .a-control{background:#e5e7eb;color:#374151}
 .a-treatment{background:#d1fae5;color:#065f46}
+.o-succeeded{background:#dcfce7;color:#14532d}
+.o-failed{background:#fee2e2;color:#7f1d1d}
+.o-abandoned{background:#e5e7eb;color:#374151}
 dl{display:grid;grid-template-columns:repeat(auto-fill,minmax(8.5rem,1fr));gap:.5rem;margin:0}
 dl div{background:#fff;border:1px solid #e5e7eb;border-radius:.375rem;padding:.35rem .6rem}
 dt{font-size:.72rem;color:#6b7280}
@@ -99,6 +102,7 @@ def session_row(key: str, state: SessionState, fraction: float) -> dict[str, Any
         "failures": state.stats.failures,
         "records": len(state.records),
         "compactions": len(state.compactions),
+        "outcome": state.outcome.result if state.outcome else None,  # as reported (issue 28)
     }
 
 
@@ -116,6 +120,7 @@ def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, 
         "summary": state.summary,
         "usage": state.provider.usage.model_dump(),  # issue 25: what the loops cost
         "resolutions": [r.model_dump() for r in state.resolutions.items],  # what worked
+        "outcome": state.outcome.model_dump() if state.outcome else None,  # how it ended
     }
 
 
@@ -194,6 +199,21 @@ def _arm(arm: str) -> str:
     return f'<span class="tag a-{escape(arm)}">{escape(arm)}</span>'
 
 
+def _outcome_tag(result: str | None) -> str:
+    return f'<span class="tag o-{escape(result)}">{escape(result)}</span>' if result else ""
+
+
+def _outcome(state: SessionState) -> str:
+    """The reported outcome as a tag, with its score and note ("" when none was reported)."""
+    o = state.outcome
+    if o is None:
+        return ""
+    score = f" · score {o.score:g}" if o.score is not None else ""
+    note = f" · {escape(o.note)}" if o.note else ""
+    when = f"reported by the {escape(o.by)} {escape(iso(o.time))}"
+    return f'{_outcome_tag(o.result)}<span class="muted">{escape(score)}{note} · {when}</span>'
+
+
 def list_html(found: list[tuple[str, SessionState]], fraction: float, name: str = "") -> str:
     head = (
         "<header><h1>recovery-proxy · sessions</h1>"
@@ -216,15 +236,15 @@ def list_html(found: list[tuple[str, SessionState]], fraction: float, name: str 
             f'<td title="{escape(s["last_seen"])}">{escape(_ago(state.updated))}</td>'
             f'<td class="n">{escape(s["turn"])}</td><td class="n">{escape(s["results"])}</td>'
             f'<td class="n">{escape(s["failures"])}</td><td class="n">{escape(s["records"])}</td>'
-            f'<td class="n">{escape(s["compactions"])}</td></tr>'
+            f'<td class="n">{escape(s["compactions"])}</td>'
+            f"<td>{_outcome_tag(s['outcome'])}</td></tr>"
         )
     table = (
         "<table><thead><tr><th>session</th><th>key</th><th>tenant</th><th>arm</th>"
         "<th>last seen</th>"
         '<th class="n">turn</th><th class="n">results</th><th class="n">failures</th>'
-        '<th class="n">records</th><th class="n">compactions</th></tr></thead><tbody>'
-        + "".join(rows)
-        + "</tbody></table>"
+        '<th class="n">records</th><th class="n">compactions</th><th>outcome</th></tr></thead>'
+        "<tbody>" + "".join(rows) + "</tbody></table>"
     )
     return head + table
 
@@ -255,7 +275,8 @@ def detail_html(key: str, state: SessionState, fraction: float, refresh: int = 0
         )
     head = (
         f'<header><h1>Session <span class="key">{escape(key)}</span></h1>'
-        f'{_arm(s["arm"])}<span class="muted">tenant <span class="key">{escape(s["tenant"])}'
+        f"{_arm(s['arm'])}{_outcome(state)}"
+        f'<span class="muted">tenant <span class="key">{escape(s["tenant"])}'
         f"</span> · last seen {escape(s['last_seen'])}</span>"
         f'<a href="/admin/">all sessions</a>{reload}</header>'
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,3 +98,11 @@ def named(session: str) -> str:
 def scoped(tenant: str, raw: str) -> str:
     """`tenant:digest`: one tenant can never address another tenant's records."""
     return f"{tenant}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
+
+
+KEY = re.compile(r"[0-9a-f]{16}:[0-9a-f]{24}")  # what `scoped` makes
+
+
+def is_key(text: str) -> bool:
+    """Whether `text` has the shape of a session key (`tenant:digest`)."""
+    return KEY.fullmatch(text) is not None

@@ -1,7 +1,7 @@
 """Where a tenant's known fixes live (proxy/core/known_fixes.py): one store entry per tenant,
 `tenant:digest("known-fixes")`, named "known fixes". It is bookkeeping, not a conversation:
 like a continuity index it carries a `links` entry, so session lists, the inspector and the
-A/B report's arms skip it. `recovery-proxy sessions purge --name "known fixes"` (every
+A/B report's arms skip it. `recovery-proxy sessions purge --session "known fixes"` (every
 tenant's) or `--key` (one tenant's) forgets them; they expire like an idle session.
 
 Every store call fails open: no fixes offered, nothing learned."""

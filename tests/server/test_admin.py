@@ -33,6 +33,7 @@ ADMIN_PATHS = [
     ("GET", "/admin/sessions/0123456789abcdef:0123456789abcdef01234567"),
     ("GET", "/admin/report"),
     ("POST", "/admin/rules/reload"),
+    ("POST", "/admin/sessions/0123456789abcdef:0123456789abcdef01234567/outcome"),
 ]
 
 
