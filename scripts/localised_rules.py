@@ -69,7 +69,11 @@ LANGUAGES = (
 
 # (domain, msgid, category, kind). kind "line": a message that ends a line after a
 # `prog: [context: ]` prefix (strerror texts, bash); "tool": a tool's own message at the start
-# of a line or after a `prefix: `; "severity": a PostgreSQL severity opening the output.
+# of a line or after a `prefix: `; "severity": a PostgreSQL severity in the first lines;
+# "prefix": a tool's `fatal: `/`error: ` marker opening one of the first lines; "category":
+# words that only file a failure other rules detect (a signal's name in bash's job report,
+# a PostgreSQL message after its severity). Line and tool messages are also recognised in
+# English, their msgid.
 MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("libc", "No such file or directory", "not_found", "line"),
     ("libc", "Permission denied", "permission_denied", "line"),
@@ -118,12 +122,86 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("postgres-15", "canceling statement due to statement timeout", "timeout", "tool"),
     ("postgres-15", "ERROR", "", "severity"),
     ("postgres-15", "FATAL", "", "severity"),
+    ("libc", "Text file busy", "conflict", "line"),
+    ("libc", "Device or resource busy", "conflict", "line"),
+    ("libc", "Directory not empty", "conflict", "line"),
+    ("libc", "Address already in use", "conflict", "line"),
+    ("libc", "No address associated with hostname", "connection_error", "line"),
+    ("libc", "Network is down", "connection_error", "line"),
+    ("libc", "Host is down", "connection_error", "line"),
+    ("libc", "Software caused connection abort", "connection_error", "line"),
+    ("libc", "File name too long", "size_limit", "line"),
+    ("libc", "Invalid argument", "invalid_params", "line"),
+    ("libc", "Exec format error", "", "line"),
+    ("libc", "Killed", "out_of_memory", "category"),
+    ("bash", "Killed", "out_of_memory", "category"),
+    ("bash", "syntax error near unexpected token `%s'", "invalid_params", "line"),
+    ("bash", "syntax error: unexpected end of file", "invalid_params", "line"),
+    ("bash", "%s: bad substitution", "invalid_params", "line"),
+    ("bash", "%s: ambiguous redirect", "invalid_params", "line"),
+    ("bash", "%s: unbound variable", "", "line"),
+    ("bash", "%s: numeric argument required", "invalid_params", "line"),
+    ("bash", "%s: integer expression expected", "invalid_params", "line"),
+    ("bash", "too many arguments", "invalid_params", "line"),
+    ("coreutils", "extra operand %s", "invalid_params", "tool"),
+    ("coreutils", "missing destination file operand after %s", "invalid_params", "tool"),
+    ("sed", "unknown option to `s'", "invalid_params", "line"),
+    ("sed", "unterminated `s' command", "invalid_params", "line"),
+    ("sed", "unknown command: `%c'", "invalid_params", "line"),
+    ("sed", "extra characters after command", "invalid_params", "line"),
+    ("findutils", "unknown predicate `%s'", "invalid_params", "tool"),
+    ("findutils", "missing argument to `%s'", "invalid_params", "tool"),
+    ("tar", "%s: Not found in archive", "not_found", "line"),
+    ("tar", "Exiting with failure status due to previous errors", "", "tool"),
+    ("tar", "This does not look like a tar archive", "format_error", "tool"),
+    ("tar", "Unexpected EOF in archive", "format_error", "tool"),
+    ("wget", "%s: unable to resolve host address %s\n", "connection_error", "tool"),
+    ("wget", "Username/Password Authentication Failed.\n", "auth_error", "tool"),
+    ("make", "missing separator", "format_error", "tool"),
+    ("make", "No targets specified and no makefile found", "not_found", "tool"),
+    ("make", "unterminated variable reference", "format_error", "tool"),
+    ("git", "fatal: ", "", "prefix"),
+    ("git", "error: ", "", "prefix"),
+    ("git", "failed to push some refs to '%s'", "conflict", "tool"),
+    ("git", "Your local changes to the following files would be overwritten by %s:\n%%s", "conflict", "tool"),
+    ("git", "couldn't find remote ref %s", "not_found", "tool"),
+    ("git", "destination path '%s' already exists and is not an empty directory.", "conflict", "tool"),
+    ("git", "Unable to create '%s.lock': %s", "conflict", "tool"),
+    ("git", "invalid reference: %s", "not_found", "tool"),
+    ("apt", "Package '%s' has no installation candidate", "not_found", "tool"),
+    ("apt", "The following packages have unmet dependencies:", "conflict", "tool"),
+    ("apt", "You don't have enough free space in %s.", "disk_full", "tool"),
+    ("apt", "Unable to fetch some archives, maybe run apt-get update or try with --fix-missing?", "connection_error", "tool"),
+    ("libapt-pkg6.0", "Unable to correct problems, you have held broken packages.", "conflict", "tool"),
+    ("libapt-pkg6.0", "Could not open lock file %s", "permission_denied", "tool"),
+    ("libapt-pkg6.0", "Unable to acquire the dpkg frontend lock (%s), are you root?", "permission_denied", "tool"),
+    ("libapt-pkg6.0", "Unable to lock the administration directory (%s), are you root?", "permission_denied", "tool"),
+    ("libapt-pkg6.0", "Couldn't find any package by glob '%s'", "not_found", "tool"),
+    ("libapt-pkg6.0", "Failed to fetch %s  %s", "connection_error", "category"),
+    ("dpkg", "requested operation requires superuser privilege", "permission_denied", "tool"),
+    ("dpkg", "dependency problems - leaving unconfigured", "conflict", "tool"),
+    ("dpkg", "trying to overwrite '%.250s', which is also in package %.250s %.250s", "conflict", "tool"),
+    ("dpkg", "cannot access archive '%s'", "not_found", "tool"),
+    ("postgres-15", 'syntax error at or near "%s"', "invalid_params", "category"),
+    ("postgres-15", 'relation "%s" already exists', "conflict", "category"),
+    ("postgres-15", 'null value in column "%s" of relation "%s" violates not-null constraint', "invalid_params", "category"),
+    ("postgres-15", 'insert or update on table "%s" violates foreign key constraint "%s"', "invalid_params", "category"),
+    ("postgres-15", 'database "%s" does not exist', "not_found", "category"),
+    ("postgres-15", 'function %s does not exist', "not_found", "category"),
+    ("postgres-15", 'schema "%s" does not exist', "not_found", "category"),
+    ("postgres-15", "permission denied for schema %s", "permission_denied", "category"),
+    ("postgres-15", "must be owner of table %s", "permission_denied", "category"),
+    ("postgres-15", 'invalid input syntax for type %s: "%s"', "invalid_params", "category"),
+    ("postgres-15", "value too long for type character varying(%d)", "size_limit", "category"),
+    ("postgres-15", "out of memory", "out_of_memory", "category"),
+    ("postgres-15", 'could not extend file "%s": %m', "disk_full", "category"),
 )
 
-QUOTES = "\"'«»„“”‘’‚‹›「」『』"
+QUOTES = "\"'`«»„“”‘’‚‹›「」『』"
 FORMAT = re.compile(r"%(?:\d+\$)?[-+ #0]*\d*(?:\.\d+)?(?:l|ll|h|z|j|t)?[sdicuzmf]|%%")
 WILDCARD = "[^\\n]*?"
 META = set(r"\.^$|?*+()[]{}")
+SPACES = "[ \\x{a0}\\x{202f}]"  # a no-break space in a catalog may print as a plain one
 
 
 def extract(locale_dir: Path = LOCALE_DIR) -> dict[str, dict[str, dict[str, str]]]:
@@ -137,8 +215,11 @@ def extract(locale_dir: Path = LOCALE_DIR) -> dict[str, dict[str, dict[str, str]
             path = locale_dir / lang / "LC_MESSAGES" / f"{domain}.mo"
             if not path.is_file():
                 continue
-            with path.open("rb") as fh:
-                catalog = gettext.GNUTranslations(fh)
+            try:
+                with path.open("rb") as fh:
+                    catalog = gettext.GNUTranslations(fh)
+            except UnicodeDecodeError:  # a legacy 8-bit catalog (gl tar, sl wget): left out
+                continue
             entry["versions"][lang] = catalog.info().get("project-id-version", "")
             for msgid in wanted:
                 msgstr = catalog._catalog.get(msgid)  # the raw table: no fallback
@@ -161,9 +242,14 @@ def to_pattern(text: str) -> str:
     pieces = []
     for part in parts:
         escaped = "".join("\\" + c if c in META else c for c in part)
-        escaped = re.sub("[\u00a0\u202f]", "[ \\\\x{a0}\\\\x{202f}]", escaped)
+        escaped = re.sub("[\u00a0\u202f]", SPACES.replace("\\", "\\\\"), escaped)
         pieces.append(escaped.replace("\n", "\\n").replace("\t", "\\t"))
     return WILDCARD.join(pieces).strip()
+
+
+def _text_length(fragment: str) -> int:
+    """How many characters of text a fragment stands for (a space class is one)."""
+    return len(fragment.replace(SPACES, " ").replace("\\", ""))
 
 
 def _trim(fragment: str) -> str:
@@ -182,10 +268,18 @@ def _alternation(fragments: list[str]) -> str:
 
 def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
     """The rules file for an extract: detection rules per kind, patterns per category."""
-    by_kind: dict[str, list[str]] = {"line": [], "suffix": [], "tool": [], "severity": []}
+    by_kind: dict[str, list[str]] = {k: [] for k in ("line", "suffix", "tool", "severity")}
+    by_kind.update(prefix=[], category=[])
     by_category: dict[str, list[str]] = {}
     for domain, msgid, category, kind in MESSAGES:
-        for _lang, msgstr in sorted(data.get(domain, {}).get(msgid, {}).items()):
+        translated = sorted(data.get(domain, {}).get(msgid, {}).values())
+        if not translated:
+            continue  # a domain this extract lacks: its English alone is no localised rule
+        # English too where the rule is anchored enough for English text: a line rule's
+        # loose `prog: ...: ` prefix is safe for translations only (a log or a file being
+        # read is full of English ones)
+        english = [msgid] if kind in ("tool", "severity", "category") else []
+        for msgstr in english + translated:
             fragment = to_pattern(msgstr)
             if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
                 kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
@@ -195,8 +289,8 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
             # result: the rules give the prefix (`make: *** `, one shared wildcard for the
             # suffixes) and need no tail.
             by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
-            literal = max(fragment.split(WILDCARD), key=len).strip()
-            if category and len(literal) >= 4:
+            literal = max(fragment.split(WILDCARD), key=_text_length).strip()
+            if category and _text_length(literal) >= 4:
                 # Categories search whole windows unanchored: literals only, so the one-pass
                 # set stays a small automaton (a wildcard per message multiplies its states).
                 by_category.setdefault(category, []).append(literal)
@@ -218,8 +312,15 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         ),
         (
             "localised-postgres-severity",
-            "psql output opening with `psql: ` or a translated ERROR or FATAL severity",
-            f"\\A\\s*(?:psql: \\S|{_alternation(by_kind['severity'])}:  )",
+            "psql output opening with `psql: `, or an ERROR or FATAL severity (translated or "
+            "not, after `psql:FILE:LINE: ` when psql runs a file) in its first five lines",
+            f"\\A\\s*psql: \\S|\\A(?:[^\\n]*\\n){{0,4}}?(?:psql:[^\\n]*?: )?"
+            f"{_alternation(by_kind['severity'])}:  \\S",
+        ),
+        (
+            "localised-error-prefix",
+            "git's translated `fatal: ` or `error: ` opening one of the first four lines",
+            f"\\A(?:[^\\n]*\\n){{0,3}}?{_alternation(by_kind['prefix'])}[ \\x{{a0}}]?\\S",
         ),
     ]
     versions = sorted(
