@@ -43,10 +43,10 @@ def first_pass(rules: Any, items: Items) -> float:
     return (time.process_time() - start) / len(items)
 
 
-def rate(rules: Any, items: Items, seconds: float = 2.0, passes: int = 0) -> float:
+def rate(rules: Any, items: Items, seconds: float = 2.0, passes: int | None = None) -> float:
     """Results per CPU second over `passes` passes (or as many as fit in `seconds`)."""
     done, start = 0, time.process_time()
-    while (done < passes * len(items)) if passes else (time.process_time() - start < seconds):
+    while (time.process_time() - start < seconds) if passes is None else done < passes * len(items):
         for tool, text in items:
             classify(rules, tool, text)
         done += len(items)
@@ -66,7 +66,7 @@ def main() -> None:
         at = args.index("--passes")
         chosen = items[args[at + 2] if len(args) > at + 2 else "corpus"]
         first_pass(rules, chosen)
-        print(f"{rate(rules, chosen, passes=int(args[at + 1])):.0f}")
+        print(f"{rate(rules, chosen, passes=max(1, int(args[at + 1]))):.0f}")
         return
     corpus = items["corpus"]
     average = sum(len(t) for _, t in corpus) // len(corpus)

@@ -6,6 +6,7 @@ as UTF-8 bytes (RE2 matches bytes; a `str` would be encoded again for every sear
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ def scan_window(text: str, rules: Rules) -> str:
     return text[:head] + "\n...\n" + (text[-tail:] if tail else "")
 
 
-def unwrap(window: bytes, hits: list[int], rules: Rules) -> bytes:
+def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     """The output inside a leading wrapper line (Cline's `Command executed.\nOutput:`,
     Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output.
     `hits`: the unwrap rules the window matches (the detection set's first part)."""
@@ -50,7 +51,7 @@ def unwrap(window: bytes, hits: list[int], rules: Rules) -> bytes:
 
 
 def detect(
-    not_errors: list[int], errors: list[int], body: bytes | None, rules: Rules
+    not_errors: Sequence[int], errors: Sequence[int], body: bytes | None, rules: Rules
 ) -> str | None:
     """The id of the rule that says this result is a failure, or None for success.
     `not_error` rules see the whole window and win (`not_errors`, `errors`: the rules that

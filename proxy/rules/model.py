@@ -62,7 +62,7 @@ class PatternSet:
         # with `parts`: each pattern's list and its index in that list
         self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
         self.local = tuple(i for size in parts for i in range(size))
-        self.no_parts: tuple[list[int], ...] = tuple([] for _ in parts)  # never changed
+        self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
         if not patterns:
             return
         regex_set = re2.Set.SearchSet(_SET_OPTIONS)
@@ -81,7 +81,7 @@ class PatternSet:
         found = self.regex_set.Match(text)
         return sorted(found) if found else []
 
-    def matching_parts(self, text: str | bytes) -> Sequence[list[int]]:
+    def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
         """`matching` split by list: each list's matching indices, counted in that list."""
         hits = self.matching(text)
         if not hits:
