@@ -42,7 +42,8 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
                 (t, False) for t in category.examples.no_match
             ]:
                 ran += 1
-                got = categorise("", key_line(text, rules), text, rules)
+                data = text.encode()
+                got = categorise("", key_line(data, rules).encode(), data, rules)
                 if (got == category.id) != wanted:
                     verb = "should" if wanted else "should not"
                     failures.append(
@@ -64,7 +65,7 @@ def _error_hint_failures(
             (t, False) for t in entry.examples.no_match
         ]:
             ran += 1
-            line = key_line(text, rules)
+            line = key_line(text.encode(), rules)
             chosen = compiled is not None and compiled.hints_for("", line) == tuple(entry.hints)
             if chosen != wanted:
                 verb = "should" if wanted else "should not"

@@ -1,10 +1,12 @@
 """Is a tool result a failure? Which category, which target, which key error line?
 
-Pure functions over compiled `Rules`; they see only the bounded scan window of a result.
+Pure functions over compiled `Rules`; they see only the bounded scan window of a result,
+as UTF-8 bytes (RE2 matches bytes; a `str` would be encoded again for every search).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,57 +39,57 @@ def scan_window(text: str, rules: Rules) -> str:
     return text[:head] + "\n...\n" + (text[-tail:] if tail else "")
 
 
-def unwrap(window: str, rules: Rules) -> str:
+def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     """The output inside a leading wrapper line (Cline's `Command executed.\nOutput:`,
-    Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output."""
-    for i in rules.unwrap_set.matching(window):  # one pass says which rules match at all
+    Gemini CLI's `Command: ...\nOutput: `), so start-anchored rules see the real output.
+    `hits`: the unwrap rules the window matches (the detection set's first part)."""
+    for i in hits:
         match = rules.unwrap[i].search(window)
         if match and match.start() == 0:
             return window[match.end() :]
     return window
 
 
-def detect(window: str, body: str, rules: Rules) -> str | None:
+def detect(
+    not_errors: Sequence[int], errors: Sequence[int], body: bytes | None, rules: Rules
+) -> str | None:
     """The id of the rule that says this result is a failure, or None for success.
-    `not_error` rules see the whole window and win; `error` rules see the window, then the
-    body inside a wrapper."""
-    if rules.not_error_set.matching(window):
+    `not_error` rules see the whole window and win (`not_errors`, `errors`: the rules that
+    match the window); `error` rules see the window, then the body inside a wrapper (None:
+    no wrapper)."""
+    if not_errors:
         return None
-    for text in (window, body) if body is not window else (window,):
-        hits = rules.error_set.matching(text)
-        if hits:
-            return rules.error[hits[0]].id
-    return None
+    if not errors and body is not None:
+        errors = rules.error_set.matching(body)
+    return rules.error[errors[0]].id if errors else None
 
 
-def key_line(window: str, rules: Rules) -> str:
+def key_line(body: bytes, rules: Rules) -> str:
     """The line that says what went wrong: first key-line rule that matches, else line one."""
-    for i in rules.key_line_set.matching(window)[:1]:  # one pass: the first rule matching
-        match = rules.key_line[i].search(window)
+    for i in rules.key_line_set.matching(body)[:1]:  # one pass: the first rule matching
+        match = rules.key_line[i].search(body)
         if match:
-            line = next((g for g in match.groups() if g), "") or match.group(0)
-            return _clip(line)
-    for line in window.splitlines():
+            line = next((g for g in match.groups() if g), b"") or match.group(0)
+            return _clip(line.decode(errors="replace"))
+    for line in body.decode(errors="replace").splitlines():
         if line.strip():
             return _clip(line)
     return ""
 
 
-def categorise(tool: str, line: str, window: str, rules: Rules) -> str:
-    """First matching category; tool-specific ones first, the key line before the window;
+def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
+    """First matching category; tool-specific ones first, the key line before the body;
     the categories' own patterns first, those other files add (`extra`) only after them."""
-    specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
-    general = [c for c in rules.categories if c.tools is None]
-    ordered = specific + general
+    ranks = rules.category_ranks(tool)
     for patterns, owner in (
         (rules.category_set, rules.category_owner),
         (rules.category_extra_set, rules.category_extra_owner),
     ):
-        for text in (line, window):  # one pass each: which categories match at all
-            hit = {rules.categories[owner[i]].id for i in patterns.matching(text)}
-            found = next((c.id for c in ordered if c.id in hit), None)
-            if found is not None:
-                return found
+        for text in (line, body):  # one pass each: which categories match at all
+            hits = (owner[i] for i in patterns.matching(text))
+            best = min(hits, key=ranks.__getitem__, default=None)
+            if best is not None and ranks[best] < len(ranks):
+                return rules.categories[best].id
     return "unknown"
 
 
@@ -114,34 +116,36 @@ def codex_json_exec(text: str) -> str | None:
 
 
 def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
-    """Judge one tool result. An explicit wire flag decides error-or-not by itself."""
-    text = codex_json_exec(text) or text
-    window = scan_window(text, rules)
-    body = unwrap(window, rules)
-    if is_error is None:
-        rule = detect(window, body, rules)
+    """Judge one tool result. An explicit wire flag decides error-or-not by itself.
+    Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
+    if is_error is not None and not is_error:
+        return SUCCESS
+    window = scan_window(codex_json_exec(text) or text, rules).encode()
+    unwraps, not_errors, errors = rules.detection_set.matching_parts(window)  # one pass
+    body = unwrap(window, unwraps, rules)
+    if is_error:
+        rule: str | None = "wire-flag"
+    else:
+        rule = detect(not_errors, errors, body if body is not window else None, rules)
         if rule is None:
             return SUCCESS
-    elif is_error:
-        rule = "wire-flag"
-    else:
-        return SUCCESS
     line = key_line(body, rules)
-    category = categorise(tool, line, body, rules)
-    return Verdict(True, category, rule, line, subject_of(category, line, body, rules))
+    encoded = line.encode()
+    category = categorise(tool, encoded, body, rules)
+    return Verdict(True, category, rule, line, subject_of(category, encoded, body, rules))
 
 
-def subject_of(category: str, line: str, window: str, rules: Rules) -> str:
+def subject_of(category: str, line: bytes, body: bytes, rules: Rules) -> str:
     """What the error names, by its category's `subject` pattern (key line first): `requests`
     in `No module named 'requests'`; "" without a pattern or a match."""
     found = rules.category(category)
     if found is None or found.subject is None:
         return ""
-    for text in (line, window):
+    for text in (line, body):
         match = found.subject.search(text)
-        named = next((g for g in match.groups() if g), "") if match else ""
+        named = next((g for g in match.groups() if g), b"") if match else b""
         if named:
-            return _clip(named)
+            return _clip(named.decode(errors="replace"))
     return ""
 
 

@@ -264,8 +264,11 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         steer_provider=steer_provider,
         provider_instructions=provider_instructions,
         files=files,
-        unwrap_set=_pattern_set(unwrap, "detection.unwrap"),
-        not_error_set=_pattern_set(not_error, "detection.not_error"),
+        detection_set=PatternSet(
+            [m.regex.pattern for m in (*unwrap, *not_error, *error)],
+            "detection",
+            parts=(len(unwrap), len(not_error), len(error)),
+        ),
         error_set=_pattern_set(error, "detection.error"),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),

@@ -6,7 +6,9 @@ built from rule files by proxy/rules/load.py, and a reload builds a new one. A p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import re2
@@ -49,10 +51,18 @@ class Matcher:
 class PatternSet:
     """Every pattern of one ordered list searched in one pass over a text (RE2::Set): where
     pattern-by-pattern search costs a call per pattern, this costs one. `matching(text)` is
-    the indices of the patterns that match, ascending (so the first is the first rule)."""
+    the indices of the patterns that match, ascending (so the first is the first rule).
+    A set built from several lists (`parts`: their lengths) also says which list each
+    match is in (`matching_parts`): one pass over a text serves all of them."""
 
-    def __init__(self, patterns: list[str] | None = None, where: str = "") -> None:
+    def __init__(
+        self, patterns: list[str] | None = None, where: str = "", parts: tuple[int, ...] = ()
+    ) -> None:
         self.regex_set: Any = None
+        # with `parts`: each pattern's list and its index in that list
+        self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
+        self.local = tuple(i for size in parts for i in range(size))
+        self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
         if not patterns:
             return
         regex_set = re2.Set.SearchSet(_SET_OPTIONS)
@@ -64,11 +74,22 @@ class PatternSet:
             raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
         self.regex_set = regex_set
 
-    def matching(self, text: str) -> list[int]:
+    def matching(self, text: str | bytes) -> list[int]:
+        """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
         if self.regex_set is None:
             return []
         found = self.regex_set.Match(text)
         return sorted(found) if found else []
+
+    def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
+        """`matching` split by list: each list's matching indices, counted in that list."""
+        hits = self.matching(text)
+        if not hits:
+            return self.no_parts
+        parts: list[list[int]] = [[] for _ in self.no_parts]
+        for i in hits:
+            parts[self.part[i]].append(self.local[i])
+        return parts
 
 
 @dataclass(frozen=True)
@@ -100,6 +121,8 @@ class Category:
 
 MARKED_CACHE = 512  # texts remembered by `Rules.marked`
 MARKED_TEXT_MAX = 64 * 1024  # characters: longer texts are searched every time
+RANKS_CACHE = 256  # tool names remembered by `Rules.category_ranks`
+RANKS_TOOL_MAX = 256  # characters: a longer tool name is ranked every time
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +184,9 @@ class Rules:
     provider_instructions: str = ""
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
     # The same patterns as one-pass sets (proxy/core/classify.py); built by `rules_load.build`.
-    unwrap_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
-    not_error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    # `detection_set`: unwrap, not_error and error in one set (its three parts), one pass
+    # over the window; `error_set` again alone for the output inside a wrapper.
+    detection_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
@@ -186,10 +210,34 @@ class Rules:
         return found
 
     def category(self, category_id: str) -> Category | None:
-        for category in self.categories:
-            if category.id == category_id:
-                return category
-        return None
+        return self._categories_by_id.get(category_id)
+
+    @cached_property
+    def _categories_by_id(self) -> dict[str, Category]:
+        return {c.id: c for c in self.categories}  # ids are unique (`rules_load.build`)
+
+    def category_ranks(self, tool: str) -> tuple[int, ...]:
+        """Each category's place in the order tried for `tool`: those whose `tools` match it
+        first, then those for every tool, in file order; `len(categories)` for a category
+        whose `tools` do not match it (never tried). Remembered per tool name (bounded)."""
+        ranks = self._ranks.get(tool)
+        if ranks is None:
+            tools = [c.tools for c in self.categories]
+            specific = [i for i, t in enumerate(tools) if t is not None and t.search(tool)]
+            general = [i for i, t in enumerate(tools) if t is None]
+            place = {i: rank for rank, i in enumerate(specific + general)}
+            ranks = tuple(place.get(i, len(self.categories)) for i in range(len(self.categories)))
+            if len(tool) <= RANKS_TOOL_MAX:  # bounded memory: at most 256 short names
+                if len(self._ranks) >= RANKS_CACHE:
+                    self._ranks.clear()
+                self._ranks[tool] = ranks
+        return ranks
+
+    @cached_property
+    def _ranks(self) -> dict[str, tuple[int, ...]]:
+        """`category_ranks` by tool name, for this compiled rule set only (a reload or
+        `replace` starts empty)."""
+        return {}
 
 
 def compile_pattern(pattern: str, where: str) -> Any:

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 
+import orjson
 import pytest
 
+from recovery_proxy.core.classify import (
+    SUCCESS,
+    Verdict,
+    _clip,
+    classify,
+    codex_json_exec,
+    scan_window,
+)
 from recovery_proxy.rules.load import load_rules
+from recovery_proxy.rules.model import Rules
 from tests.corpus import (
     CORPORA,
     CORPUS,
@@ -89,35 +99,56 @@ def test_per_category_report_covers_every_category(rules) -> None:
     assert "| not_found |" in report(HOLDOUT2)
 
 
-def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
-    """The RE2 sets are an optimisation only: every verdict over every corpus entry (and
-    the rules' own examples) is what searching the patterns one by one gives."""
-    from dataclasses import replace
-
-    from recovery_proxy.core.classify import classify
-    from recovery_proxy.rules.model import Matcher, PatternSet
-
-    class OneByOne(PatternSet):
-        """The reference: each pattern searched on its own, in order."""
-
-        def __init__(self, matchers: tuple[Matcher, ...] | list[Matcher]) -> None:
-            super().__init__()
-            self.matchers = matchers
-
-        def matching(self, text: str) -> list[int]:
-            return [i for i, m in enumerate(self.matchers) if m.search(text)]
-
-    one_by_one = replace(
-        rules,
-        unwrap_set=OneByOne(rules.unwrap),
-        not_error_set=OneByOne(rules.not_error),
-        error_set=OneByOne(rules.error),
-        key_line_set=OneByOne(rules.key_line),
-        category_set=OneByOne([m for c in rules.categories for m in c.matchers]),
-        category_extra_set=OneByOne([m for c in rules.categories for m in c.extra]),
-        marker_set=OneByOne(rules.markers),
-        _marked={},
+def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+    """The reference: every rule searched on its own, in order, on the text itself (no sets,
+    no bytes, no cache), as proxy/core/classify.py documents it."""
+    if is_error is not None and not is_error:
+        return SUCCESS
+    window = scan_window(codex_json_exec(text) or text, rules)
+    wrappers = (f for u in rules.unwrap if (f := u.search(window)) and f.start() == 0)
+    body = next((window[f.end() :] for f in wrappers), window)
+    if is_error:
+        rule = "wire-flag"
+    else:
+        if any(m.search(window) for m in rules.not_error):
+            return SUCCESS
+        texts = (window, body) if body is not window else (window,)
+        found = next((m.id for t in texts for m in rules.error if m.search(t)), None)
+        if found is None:
+            return SUCCESS
+        rule = found
+    match = next((f for m in rules.key_line if (f := m.search(body))), None)
+    if match:
+        line = _clip(next((g for g in match.groups() if g), "") or match.group(0))
+    else:
+        line = next((_clip(x) for x in body.splitlines() if x.strip()), "")
+    specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
+    ordered = specific + [c for c in rules.categories if c.tools is None]
+    category = next(
+        (
+            c.id
+            for own in (True, False)
+            for t in (line, body)
+            for c in ordered
+            if any(m.search(t) for m in (c.matchers if own else c.extra))
+        ),
+        "unknown",
     )
+    subject = ""
+    pattern = next(c.subject for c in rules.categories if c.id == category)
+    for t in (line, body) if pattern is not None else ():
+        found_subject = pattern.search(t)
+        named = next((g for g in found_subject.groups() if g), "") if found_subject else ""
+        if named:
+            subject = _clip(named)
+            break
+    return Verdict(True, category, rule, line, subject)
+
+
+def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
+    """The RE2 sets, the bytes and the per-tool order are optimisations only: every verdict
+    over every corpus entry (and the rules' own examples, inside wrappers, as Codex JSON,
+    with a wire flag) is what searching the patterns one by one gives."""
     texts = [(e["tool"], e["content"], e.get("is_error")) for p in CORPORA for e in load_corpus(p)]
     for rule_file in rules.files.values():
         for category in rule_file.categories:
@@ -125,8 +156,20 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
                 ("bash", t, None) for t in category.examples.match + category.examples.no_match
             ]
     assert len(texts) > 700
+    for tool, text, _ in list(texts):
+        texts += [
+            (tool, "Command executed.\nOutput:\n" + text, None),
+            ("shell", orjson.dumps({"output": text, "metadata": {"exit_code": 1}}).decode(), None),
+            (tool, text, True),
+            (tool, "é ✓ 日本\n" * 2_000 + text, None),  # past the scan window, not ASCII
+        ]
+    verdicts = []
     for tool, text, flag in texts:
-        assert classify(rules, tool, text, flag) == classify(one_by_one, tool, text, flag), text
+        verdicts.append(classify(rules, tool, text, flag))
+        assert verdicts[-1] == one_by_one(rules, tool, text, flag), text
+        assert rules.marked(text) == any(m.search(text) for m in rules.markers), text
+    failures = [v for v in verdicts if v.error]
+    assert len(verdicts) - len(failures) > 1000 and sum(bool(v.subject) for v in failures) > 100
 
 
 README = CORPUS.parent.parent.parent / "README.md"

@@ -7,6 +7,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from recovery_proxy.cli.rules_check import check_rules
 from recovery_proxy.core.classify import classify
 from recovery_proxy.metrics import Metrics
 from recovery_proxy.rules.load import default_rules_dir, load_rules
-from recovery_proxy.rules.model import RulesError
+from recovery_proxy.rules.model import RANKS_CACHE, RANKS_TOOL_MAX, RulesError
 from recovery_proxy.rules.watch import RulesHolder
 
 
@@ -304,3 +305,32 @@ def test_rules_check_runs_the_error_hints_examples(rules_dir: Path, capsys) -> N
     err = capsys.readouterr().err
     assert "40-deploy.yaml: category 'deploy' error_hints[0] should give its hints for" in err
     assert "'Deploy failed: quota' (key line 'Deploy failed: quota')" in err
+
+
+def test_a_tool_specific_category_comes_first_for_its_tools_only(rules_dir: Path) -> None:
+    """`tools:` puts a category before every other for the tools it names and hides it from
+    the rest; the order per tool name is remembered on the compiled rules (bounded), so a
+    reload answers by its own categories."""
+    text = "Error: permission denied by deploy policy"
+    (rules_dir / "40-local.yaml").write_text(
+        "categories:\n  - id: deploy_policy\n    tools: '^deploy$'\n"
+        "    patterns: ['deploy policy']\n    hints: ['Ask for the deploy role']\n",
+        encoding="utf-8",
+    )
+    rules = load_rules(rules_dir)
+    assert classify(rules, "deploy", text).category == "deploy_policy"
+    assert classify(rules, "bash", text).category == "permission_denied"
+    assert classify(rules, "deploy", "Error: blocked by deploy policy").category == "deploy_policy"
+    assert classify(rules, "bash", "Error: blocked by deploy policy").category == "unknown"
+    assert set(rules._ranks) == {"deploy", "bash"}
+    for i in range(RANKS_CACHE + 10):
+        rules.category_ranks(f"tool-{i}")
+    rules.category_ranks("t" * (RANKS_TOOL_MAX + 1))
+    assert 0 < len(rules._ranks) <= RANKS_CACHE and "t" * (RANKS_TOOL_MAX + 1) not in rules._ranks
+    assert classify(rules, "deploy", text).category == "deploy_policy"  # after the clear too
+    (rules_dir / "40-local.yaml").unlink()
+    reloaded = load_rules(rules_dir)
+    assert reloaded._ranks == {} and classify(reloaded, "deploy", text).category == (
+        "permission_denied"
+    )
+    assert replace(rules)._ranks == {}
