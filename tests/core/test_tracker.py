@@ -290,7 +290,7 @@ FORMAT = "Write the value exactly in the format the error names"
         ("bash", "error: argument --level: invalid choice: 'verbose' (choose from 'debug', 'info')", "invalid_params", ALLOWED),
         ("call_api", "Error: data/level must be equal to one of the allowed values", "unknown", ALLOWED),
         ("validate", "jsonschema.exceptions.ValidationError: 'verbose' is not one of ['debug', 'info']", "unknown", ALLOWED),
-        ("create_event", 'Error: invalid date "2024/05/01": expected YYYY-MM-DD', "unknown", FORMAT),
+        ("create_event", 'Error: invalid date "2024/05/01": expected YYYY-MM-DD', "invalid_params", FORMAT),
         ("create_event", "ValueError: time data '05/01/2024' does not match format '%Y-%m-%d'", "invalid_params", FORMAT),
         ("create_event", 'Error: Unable to parse date "2024/05/01"', "format_error", FORMAT),
         ("bash", "Error: listen EADDRINUSE: address already in use :::3000", "conflict", "Something already listens on that address or port"),
