@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.effect.formats import FORMATS
 from bench.effect.report import by_family, markdown, write
-from bench.effect.runner import ARMS, Plan, run
+from bench.effect.runner import ARMS, Plan, complete_pairs, journalled, run, schedule
 from bench.effect.stats import summarise
 from bench.effect.tasks import FAMILIES, all_tasks
 
@@ -52,6 +52,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read tool calls a model writes as text (```json or <tool_call>), as harnesses "
         "for small local models do",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="play nothing: report the pairs PREFIX.jsonl holds every arm of",
     )
     p.add_argument(
         "--resume",
@@ -99,8 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.text_tool_calls,
         args.pairs,
     )
-    journal = Path(args.out).with_suffix(".jsonl") if args.resume else None
-    if args.mock:
+    journal = Path(args.out).with_suffix(".jsonl") if args.resume or args.report_only else None
+    if args.report_only:
+        episodes = complete_pairs(schedule(plan), journalled(journal))
+    elif args.mock:
         from bench.effect.mock import policy
         from recovery_proxy.demo.mock_model import create_mock_app
         from recovery_proxy.server.background import BackgroundServer

@@ -96,6 +96,22 @@ def journalled(journal: Path | None) -> dict[tuple[str, int, str], Episode]:
     return done
 
 
+def complete_pairs(
+    jobs: list[tuple[Task, int, str]], done: dict[tuple[str, int, str], Episode]
+) -> list[Episode]:
+    """The journalled episodes of the pairs whose every arm finished, in schedule order."""
+    arms: dict[tuple[str, int], int] = {}
+    for task, seed, _ in jobs:
+        arms[(task.id, seed)] = arms.get((task.id, seed), 0) + 1
+    whole = {
+        pair
+        for pair, count in arms.items()
+        if sum((*pair, arm) in done for arm in {a for t, s, a in jobs if (t.id, s) == pair})
+        == count
+    }
+    return [done[(t.id, s, a)] for t, s, a in jobs if (t.id, s) in whole]
+
+
 async def run(plan: Plan, progress: bool = False, journal: Path | None = None) -> list[Episode]:
     """Every episode of `plan`, in schedule order. With a `journal`, each finished episode is
     appended to it as a JSON line, and episodes already there are not played again: a long run

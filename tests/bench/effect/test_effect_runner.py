@@ -59,6 +59,14 @@ def test_resume_plays_only_what_the_journal_lacks(tmp_path: Path) -> None:
     # A stop cut the last line short and lost the one before: those two run again, the
     # rest are read back as they were.
     journal.write_text("\n".join(lines[:-2]) + "\n" + lines[-1][:20])
+    # Reported alone, the journal gives only the pairs it holds both arms of.
+    assert main([*argv, "--report-only"]) == 0
+    partial = json.loads(out.with_suffix(".json").read_text())
+    assert 2 * partial["meta"]["pairs"] == len(partial["episodes"]) < len(lines)
+    pairs = {(e["task"], e["seed"]) for e in partial["episodes"]}
+    assert all(
+        sum((t, s) == (e["task"], e["seed"]) for e in partial["episodes"]) == 2 for t, s in pairs
+    )
     kept = {(e["task"], e["arm"]): e["seconds"] for e in map(json.loads, lines[:-2])}
     assert main([*argv, "--seeds", "2", "--resume"]) == 0
     again = json.loads(out.with_suffix(".json").read_text())
