@@ -235,7 +235,7 @@ def to_pattern(text: str) -> str:
     them) become a wildcard within the line, spaces stay as the catalog has them (programs
     print the catalog's text) except that a no-break space may also be a plain one, trailing
     punctuation is optional."""
-    text = text.strip().rstrip(".。!！")
+    text = text.strip().split("\n")[0].rstrip(".。!！")  # programs print the first line
     text = re.sub(r"^%s\s*[:：]\s*", "", text)  # bash: "%s: command not found"
     q = re.escape(QUOTES)
     parts = re.split(rf"[{q}]?\s*(?:{FORMAT.pattern})\s*[{q}]?", text)
@@ -275,12 +275,18 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         translated = sorted(data.get(domain, {}).get(msgid, {}).values())
         if not translated:
             continue  # a domain this extract lacks: its English alone is no localised rule
-        # English too where the rule is anchored enough for English text: a line rule's
-        # loose `prog: ...: ` prefix is safe for translations only (a log or a file being
-        # read is full of English ones)
-        english = [msgid] if kind in ("tool", "severity", "category") else []
+        # English too for the severities (PostgreSQL's `ERROR:  `) and the category words;
+        # the English tool and line messages are 10-detection.yaml's and 12-ecosystems.yaml's
+        # (a loose `prog: ...: ` prefix is safe for translations only, and every alternative
+        # in these unanchored rules makes the DFA dearer on texts it has not seen)
+        english = [] if kind == "prefix" else [msgid]
         for msgstr in english + translated:
             fragment = to_pattern(msgstr)
+            if msgstr is msgid and kind in ("line", "tool"):  # its category word only
+                literal = max(fragment.split(WILDCARD), key=_text_length).strip()
+                if category and _text_length(literal) >= 4:
+                    by_category.setdefault(category, []).append(literal)
+                continue
             if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
                 kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
             else:
