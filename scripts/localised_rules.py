@@ -266,6 +266,20 @@ def _alternation(fragments: list[str]) -> str:
     return "(?:" + "|".join(unique) + ")"
 
 
+def _add_category(by_category: dict[str, list[str]], category: str, fragment: str) -> None:
+    """A message's words for its category. Categories search whole windows unanchored: its
+    longest literal piece, so the one-pass set stays a small automaton (a wildcard per message
+    multiplies its states); the whole message when that piece alone is too common a phrase
+    (`la relation` of `la relation « %s » existe déjà`)."""
+    if not category:
+        return
+    literal = max(fragment.split(WILDCARD), key=_text_length).strip()
+    if _text_length(literal) < 12 and WILDCARD in _trim(fragment):
+        literal = _trim(fragment)
+    if _text_length(literal) >= 4:
+        by_category.setdefault(category, []).append(literal)
+
+
 def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
     """The rules file for an extract: detection rules per kind, patterns per category."""
     by_kind: dict[str, list[str]] = {k: [] for k in ("line", "suffix", "tool", "severity")}
@@ -282,10 +296,8 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         english = [] if kind == "prefix" else [msgid]
         for msgstr in english + translated:
             fragment = to_pattern(msgstr)
-            if msgstr is msgid and kind in ("line", "tool"):  # its category word only
-                literal = max(fragment.split(WILDCARD), key=_text_length).strip()
-                if category and _text_length(literal) >= 4:
-                    by_category.setdefault(category, []).append(literal)
+            if msgstr is msgid and kind in ("line", "tool"):  # its category words only
+                _add_category(by_category, category, fragment)
                 continue
             if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
                 kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
@@ -295,11 +307,7 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
             # result: the rules give the prefix (`make: *** `, one shared wildcard for the
             # suffixes) and need no tail.
             by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
-            literal = max(fragment.split(WILDCARD), key=_text_length).strip()
-            if category and _text_length(literal) >= 4:
-                # Categories search whole windows unanchored: literals only, so the one-pass
-                # set stays a small automaton (a wildcard per message multiplies its states).
-                by_category.setdefault(category, []).append(literal)
+            _add_category(by_category, category, fragment)
     sep = "(?::[ \\x{a0}\\x{202f}]?|[ \\x{a0}\\x{202f}]:[ \\x{a0}\\x{202f}]|：)"
     rules = [
         (
