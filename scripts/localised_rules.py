@@ -267,15 +267,19 @@ def _alternation(fragments: list[str]) -> str:
 
 
 def _add_category(by_category: dict[str, list[str]], category: str, fragment: str) -> None:
-    """A message's words for its category. Categories search whole windows unanchored: its
-    longest literal piece, so the one-pass set stays a small automaton (a wildcard per message
-    multiplies its states); the whole message when that piece alone is too common a phrase
-    (`la relation` of `la relation « %s » existe déjà`)."""
+    """A message's words for its category. Categories search whole windows unanchored: one
+    literal piece, so the one-pass set stays a small automaton (a wildcard per message
+    multiplies its states): the longest, or the last when the longest is short, since a short
+    message says what happened at its end (`existe déjà` of `la relation « %s » existe déjà`,
+    not `la relation`)."""
     if not category:
         return
-    literal = max(fragment.split(WILDCARD), key=_text_length).strip()
-    if _text_length(literal) < 12 and WILDCARD in _trim(fragment):
-        literal = _trim(fragment)
+    pieces = [p.strip() for p in fragment.split(WILDCARD) if _text_length(p.strip()) >= 4]
+    if not pieces:
+        return
+    literal = max(pieces, key=_text_length)
+    if _text_length(literal) < 12:
+        literal = pieces[-1]
     if _text_length(literal) >= 4:
         by_category.setdefault(category, []).append(literal)
 
