@@ -14,6 +14,7 @@ from tests.corpus import (
     HOLDOUT2,
     HOLDOUT3,
     HOLDOUT3_UNSEEN,
+    HOLDOUT4,
     language,
     load_corpus,
     per_category,
@@ -41,7 +42,9 @@ def test_corpus_is_big_and_balanced_enough() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [CORPUS, HOLDOUT, HOLDOUT2, HOLDOUT3], ids=["corpus", "holdout", "holdout2", "holdout3"]
+    "path",
+    [CORPUS, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT4],
+    ids=["corpus", "holdout", "holdout2", "holdout3", "holdout4"],
 )
 def test_precision_and_recall(rules, path) -> None:
     s = score(rules, load_corpus(path))
@@ -136,6 +139,7 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| the same second hold-out after": HOLDOUT2,
     "| its tuning part (`tool_results_holdout3.yaml`)": HOLDOUT3,
     "| **its unseen part**": HOLDOUT3_UNSEEN,
+    "| its tuning part (`tool_results_holdout4.yaml`)": HOLDOUT4,
 }
 
 
