@@ -280,7 +280,7 @@ def to_pattern(text: str) -> str:
     them) become a wildcard within the line, spaces stay as the catalog has them (programs
     print the catalog's text) except that a no-break space may also be a plain one, trailing
     punctuation is optional."""
-    text = text.strip().rstrip(".。!！")
+    text = text.strip().split("\n")[0].rstrip(".。!！")  # programs print the first line
     text = re.sub(r"^%s\s*[:：]\s*", "", text)  # bash: "%s: command not found"
     q = re.escape(QUOTES)
     parts = re.split(rf"[{q}]?\s*(?:{FORMAT.pattern})\s*[{q}]?", text)
@@ -311,6 +311,24 @@ def _alternation(fragments: list[str]) -> str:
     return "(?:" + "|".join(unique) + ")"
 
 
+def _add_category(by_category: dict[str, list[str]], category: str, fragment: str) -> None:
+    """A message's words for its category. Categories search whole windows unanchored: one
+    literal piece, so the one-pass set stays a small automaton (a wildcard per message
+    multiplies its states): the longest, or the last when the longest is short, since a short
+    message says what happened at its end (`existe déjà` of `la relation « %s » existe déjà`,
+    not `la relation`)."""
+    if not category:
+        return
+    pieces = [p.strip() for p in fragment.split(WILDCARD) if _text_length(p.strip()) >= 4]
+    if not pieces:
+        return
+    literal = max(pieces, key=_text_length)
+    if _text_length(literal) < 12:
+        literal = pieces[-1]
+    if _text_length(literal) >= 4:
+        by_category.setdefault(category, []).append(literal)
+
+
 def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
     """The rules file for an extract: detection rules per kind, patterns per category."""
     by_kind: dict[str, list[str]] = {k: [] for k in ("line", "suffix", "tool", "severity")}
@@ -320,12 +338,16 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
         translated = sorted(data.get(domain, {}).get(msgid, {}).values())
         if not translated:
             continue  # a domain this extract lacks: its English alone is no localised rule
-        # English too where the rule is anchored enough for English text: a line rule's
-        # loose `prog: ...: ` prefix is safe for translations only (a log or a file being
-        # read is full of English ones)
-        english = [msgid] if kind in ("tool", "severity", "category") else []
+        # English too for the severities (PostgreSQL's `ERROR:  `) and the category words;
+        # the English tool and line messages are 10-detection.yaml's and 12-ecosystems.yaml's
+        # (a loose `prog: ...: ` prefix is safe for translations only, and every alternative
+        # in these unanchored rules makes the DFA dearer on texts it has not seen)
+        english = [] if kind == "prefix" else [msgid]
         for msgstr in english + translated:
             fragment = to_pattern(msgstr)
+            if msgstr is msgid and kind in ("line", "tool"):  # its category words only
+                _add_category(by_category, category, fragment)
+                continue
             if kind == "tool" and fragment.startswith(WILDCARD) and domain != "make":
                 kind_here = "suffix"  # `%s is not a valid date`: ends a `prog: ` line
             else:
@@ -334,11 +356,7 @@ def render(data: dict[str, dict[str, dict[str, str]]]) -> str:
             # result: the rules give the prefix (`make: *** `, one shared wildcard for the
             # suffixes) and need no tail.
             by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
-            literal = max(fragment.split(WILDCARD), key=_text_length).strip()
-            if category and _text_length(literal) >= 4:
-                # Categories search whole windows unanchored: literals only, so the one-pass
-                # set stays a small automaton (a wildcard per message multiplies its states).
-                by_category.setdefault(category, []).append(literal)
+            _add_category(by_category, category, fragment)
     sep = "(?::[ \\x{a0}\\x{202f}]?|[ \\x{a0}\\x{202f}]:[ \\x{a0}\\x{202f}]|：)"
     rules = [
         (

@@ -283,7 +283,7 @@ FORMAT = "Write the value exactly in the format the error names"
     [
         ("read_file", "IsADirectoryError: [Errno 21] Is a directory: 'src'", "invalid_params", DIRECTORY),
         ("read_file", "Error: EISDIR: illegal operation on a directory, read", "invalid_params", DIRECTORY),
-        ("bash", "Exit code 1\ncat: src: Is a directory", "unknown", DIRECTORY),
+        ("bash", "Exit code 1\ncat: src: Is a directory", "invalid_params", DIRECTORY),
         ("bash", "error: 'src' is a directory", "unknown", DIRECTORY),
         ("set_log_level", LEVEL, "invalid_params", ALLOWED),
         ("set_log_level", 'Error: invalid level "verbose": must be one of debug|info|warn|error', "invalid_params", ALLOWED),

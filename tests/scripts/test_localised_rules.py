@@ -45,6 +45,12 @@ def _examples(committed: dict) -> list[tuple[str, str, str]]:
                 text = "cat: notes.txt: " + re.sub(r"^x\s*[:：]\s*", "", text)
             elif kind == "severity":
                 text = f"{text}:  relation x"
+            elif kind == "prefix":  # git's `fatal: ` opening a line
+                text = f"{msgstr}x"
+            elif kind == "category" and domain.startswith("postgres"):  # after its severity
+                text = f"ERROR:  {text}"
+            elif kind == "category":  # a signal's name in bash's report of a killed job
+                text = f"bash: line 1: 48213 {text}                 ./index --all"
             else:  # a program's own message after its name, as git, date or apt print it
                 text = f"{domain.split('-')[0]}: {text}"
             out.append((f"{domain}:{lang}:{msgid[:30]}", text, category))
