@@ -65,11 +65,12 @@ def detect(
 
 
 def key_line(body: bytes, rules: Rules) -> str:
-    """The line that says what went wrong: first key-line rule that matches, else line one."""
+    """The line that says what went wrong: first key-line rule that matches (its matching
+    groups joined with `: `, a field and its message), else line one."""
     for i in rules.key_line_set.matching(body)[:1]:  # one pass: the first rule matching
         match = rules.key_line[i].search(body)
         if match:
-            line = next((g for g in match.groups() if g), b"") or match.group(0)
+            line = b": ".join(g.strip() for g in match.groups() if g) or match.group(0)
             return _clip(line.decode(errors="replace"))
     for line in body.decode(errors="replace").splitlines():
         if line.strip():

@@ -17,15 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+from recovery_proxy.core.resolution_state import MAX_FIX_SESSIONS, KnownFix, Offer, Resolution
 from recovery_proxy.core.resolutions import call, how
-from recovery_proxy.core.state import (
-    MAX_FIX_SESSIONS,
-    FailureRecord,
-    KnownFix,
-    Offer,
-    Resolution,
-    SessionState,
-)
+from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.rules.model import Rules
 
 MAX_PER_SIGNATURE = 3  # fixes kept for one signature (the most seen)

@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import Position
-from recovery_proxy.core.state import FailureRecord, Resolution, SessionState
+from recovery_proxy.core.resolution_state import Resolution
+from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.rules.model import Rules
 
 # Why a failure in a request got no block (`Plan.skipped`; at most a notice or an escalation

@@ -24,14 +24,8 @@ import re
 
 from recovery_proxy.core import render
 from recovery_proxy.core.conversation import ToolResult
-from recovery_proxy.core.state import (
-    MAX_NAMES,
-    Done,
-    FailureRecord,
-    OpenFailure,
-    Resolution,
-    SessionState,
-)
+from recovery_proxy.core.resolution_state import MAX_NAMES, Done, OpenFailure, Resolution
+from recovery_proxy.core.state import FailureRecord, SessionState
 from recovery_proxy.rules.model import Rules
 
 WINDOW = 12  # results a failure stays open for

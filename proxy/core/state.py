@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from recovery_proxy.core.provider_state import ProviderState
+from recovery_proxy.core.resolution_state import Resolutions
+
 MAX_RECORDS = 50
 MAX_ANNOTATIONS = 200
 MAX_SEEN = 4096
@@ -99,112 +102,6 @@ class Event(BaseModel):
     ref: str = ""  # a block's result key: its full text is `annotations[ref]` (kept once)
 
 
-# --- resolution memory (proxy/core/resolutions.py): what finally worked after a failure ---
-MAX_RESOLUTIONS = 20
-MAX_OPEN = 16  # failures not yet resolved, newest kept
-MAX_DONE = 12  # recent successes (finders and fixing steps) while failures are open
-MAX_NAMES = 100  # file names kept from one success's output (a listing, a search)
-
-
-class OpenFailure(BaseModel):
-    """A failure that no later success has resolved yet."""
-
-    key: str  # the failure record's call id
-    tool: str
-    target: str
-    category: str
-    signature: str  # `call_signature`: equal for identical calls
-    step: int  # the session's result counter when it arrived
-    turn: int
-    values: list[str] = Field(default_factory=list)  # its string arguments (short ones)
-
-
-class Done(BaseModel):
-    """A successful call seen while failures were open."""
-
-    tool: str
-    target: str
-    step: int
-    names: list[str] = Field(default_factory=list)  # file names its output mentions
-
-
-class Resolution(BaseModel):
-    """Failures on one operation and target, and the success that ended them."""
-
-    failed: list[str]  # the failure records' call ids, oldest first
-    operation: str  # the (last) failure's
-    target: str
-    category: str
-    error: str
-    about: str = ""  # the failure's subject or target (FailureRecord.about)
-    kind: Literal["retry", "alternative"]
-    tool: str  # the call that worked
-    worked: str  # its target
-    label: str = ""  # the failed call's arguments label, when it has no target
-    worked_label: str = ""  # the call that worked's, when it has no target
-    via: list[tuple[str, str]] = Field(default_factory=list)  # (tool, target) that found it
-    changed: bool = False  # a retry with other arguments
-    call_id: str = ""  # the successful result's key
-    turn: int = 0
-    turns: int = 0  # from the first failure to this success
-    time: float = 0.0
-
-
-MAX_KNOWN = 64  # known fixes one tenant keeps (proxy/core/known_fixes.py)
-MAX_FIX_SESSIONS = 32  # session keys a known fix remembers (to count distinct ones)
-MAX_OFFERS = 8  # known fixes offered in one session, newest kept
-
-
-class KnownFix(BaseModel):
-    """A resolution seen in several sessions of one tenant, by its failure's signature."""
-
-    id: str
-    signature: str  # operation, target, category and the error, normalised
-    fix: Resolution  # the latest session's resolution (what it says comes from this)
-    sessions: list[str] = Field(default_factory=list)  # distinct session keys, newest last
-    seen: int = 0  # distinct sessions that resolved it this way
-    offered: int = 0  # sessions it was offered in (report)
-    followed: int = 0  # ... whose next call matched it
-    resolved: int = 0  # ... whose failure was then resolved
-    updated: float = 0.0
-
-
-class Offer(BaseModel):
-    """A known fix offered in this session, to see whether it was followed and worked."""
-
-    id: str
-    failure: str  # the failure record's call id it was offered under
-    step: int
-    tool: str
-    targets: list[str]  # the fix's call and the steps before it: following it calls one
-    followed: bool = False
-    resolved: bool = False
-
-
-class Resolutions(BaseModel):
-    """The session's resolution memory: open failures, recent successes, what worked."""
-
-    step: int = 0  # tool results seen
-    open: list[OpenFailure] = Field(default_factory=list)
-    done: list[Done] = Field(default_factory=list)
-    items: list[Resolution] = Field(default_factory=list)
-    resolved: int = 0  # failure streaks resolved (a counter, never trimmed)
-    turns: int = 0  # their turns to resolution, summed
-    offers: list[Offer] = Field(default_factory=list)  # known fixes offered here
-    known: dict[str, KnownFix] = Field(default_factory=dict)  # a tenant's known-fixes state only
-
-    def trim(self) -> None:
-        del self.open[:-MAX_OPEN]
-        del self.done[:-MAX_DONE]
-        del self.items[:-MAX_RESOLUTIONS]
-        del self.offers[:-MAX_OFFERS]
-        while len(self.known) > MAX_KNOWN:  # the least recently seen goes
-            del self.known[min(self.known, key=lambda k: self.known[k].updated)]
-
-
-# --- end of resolution memory ---
-
-
 class RequestRecord(BaseModel):
     """One request the proxy rewrote or refused (proxy/core/request_log.py): what the model
     received on top of what the agent sent. Texts are referenced, not copied: `added` and
@@ -229,53 +126,6 @@ class Link(BaseModel):
 
     key: str
     touched: float
-
-
-# --- The provider's side of a session (issue 25): compaction it did, calls and usage its
-# responses reported. One field of SessionState (`provider`), defaulted: states stored before
-# it load unchanged.
-
-MAX_BOUNDARIES = 8
-MAX_KNOWN_CALLS = 64
-
-
-class KnownCall(BaseModel):
-    """A call a relayed response made (`previous_response_id` chains never resend it)."""
-
-    name: str
-    arguments: str = ""  # as the response carried it (JSON text)
-
-
-class Usage(BaseModel):
-    """Tokens the provider reported for a session's responses, and what the proxy added.
-    `streak_*`: responses to requests inside a failure streak (the latest tool result failed)."""
-
-    responses: int = 0
-    input: int = 0
-    cached: int = 0
-    output: int = 0
-    streak_responses: int = 0
-    streak_input: int = 0
-    streak_output: int = 0
-    added: int = 0  # tokens of the texts the proxy put into forwarded requests (re-applied too)
-    cost: float = 0.0  # USD, for models with a known price
-    streak_cost: float = 0.0
-    priced: int = 0  # responses whose model had a price
-
-
-class ProviderState(BaseModel):
-    """Provider compaction seen, calls learned from responses, usage."""
-
-    boundaries: list[str] = Field(default_factory=list)  # compaction blocks/items seen
-    calls: dict[str, KnownCall] = Field(default_factory=dict)  # call id -> call, capped
-    usage: Usage = Field(default_factory=Usage)
-    cleared: bool = False  # the latest response reported tool results cleared (context editing)
-    stop_reason: str = ""  # the latest response's
-
-    def trim(self) -> None:
-        del self.boundaries[:-MAX_BOUNDARIES]
-        while len(self.calls) > MAX_KNOWN_CALLS:
-            del self.calls[next(iter(self.calls))]
 
 
 # --- A session's outcome (issue 28): reported by its harness or an operator, read by the A/B

@@ -44,13 +44,13 @@ from recovery_proxy.core.notices import (
 )
 from recovery_proxy.core.plan import Budget, Plan, Skip, fit_block
 from recovery_proxy.core.request_log import Carried, record_request
+from recovery_proxy.core.resolution_state import KnownFix
 from recovery_proxy.core.state import (
     MAX_CALLS,
     MAX_RECORDS,
     MAX_SEEN,
     Compaction,
     FailureRecord,
-    KnownFix,
     SessionState,
 )
 from recovery_proxy.core.timeline import event, new_event, summarised

@@ -3,8 +3,9 @@ resend them) and the tokens it cost, inside a failure streak or not."""
 
 from __future__ import annotations
 
+from recovery_proxy.core.provider_state import KnownCall
 from recovery_proxy.core.reply import Reply
-from recovery_proxy.core.state import KnownCall, SessionState
+from recovery_proxy.core.state import SessionState
 
 
 def learn(state: SessionState, reply: Reply, streak: bool, added: int, cost: float | None) -> None:

@@ -30,20 +30,11 @@ from recovery_proxy.core.state import SessionState
 from recovery_proxy.experiment.report import build_report
 from recovery_proxy.rules.model import RulesError
 from recovery_proxy.server.asgi import BodyTooLarge, length_and_encoding, read_body
-from recovery_proxy.server.inspector import (
-    CHALLENGE,
-    COMMON_HEADERS,
-    detail_html,
-    escape,
-    list_html,
-    page,
-    refresh_seconds,
-    session_detail,
-    session_row,
-    token_page,
-)
+from recovery_proxy.server.inspector import detail_html, list_html, refresh_seconds
 from recovery_proxy.server.outcome import MAX_BODY as MAX_OUTCOME
 from recovery_proxy.server.outcome import record as record_outcome
+from recovery_proxy.server.page import CHALLENGE, COMMON_HEADERS, escape, page, token_page
+from recovery_proxy.server.session_views import session_detail, session_row
 from recovery_proxy.server.state import ProxyState
 from recovery_proxy.session.keys import is_key
 

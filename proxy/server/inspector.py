@@ -1,190 +1,22 @@
-"""What an operator sees of a session: its JSON row and detail (the admin API) and the
-server-rendered inspector pages. Everything taken from session state is escaped (tool errors
-are attacker-controlled text); pages carry a Content-Security-Policy allowing no script. A
-session's page reloads itself every few seconds (a `<meta>` refresh, no script)."""
+"""What an operator sees of a session in a browser: the list and detail pages of the
+inspector (their frame and CSP: proxy/server/page.py; the admin API's JSON:
+proxy/server/session_views.py). Everything taken from session state is escaped (tool errors
+are attacker-controlled text). A session's page reloads itself every few seconds (a `<meta>`
+refresh, no script)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-
-from recovery_proxy.core.conversation import call_id_of
-from recovery_proxy.core.request_log import added_texts
-from recovery_proxy.core.state import RequestRecord, SessionState
+from recovery_proxy.core.state import SessionState
 from recovery_proxy.core.timeline import with_added_text
-from recovery_proxy.experiment.arms import arm_of
+from recovery_proxy.server.page import escape
+from recovery_proxy.server.session_views import iso, request_detail, session_row, usage_numbers
 
-CSS = """\
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#111827;
-background:#f9fafb;margin:0 auto;max-width:76rem;padding:1.25rem 1rem 3rem}
-header{display:flex;align-items:baseline;gap:1rem;flex-wrap:wrap;
-border-bottom:2px solid #111827;padding-bottom:.4rem;margin-bottom:1rem}
-h1{font-size:1.2rem;margin:0}
-h2{font-size:.95rem;margin:1.6rem 0 .5rem}
-a{color:#1d4ed8;text-decoration:none}
-a:hover{text-decoration:underline}
-.muted{color:#6b7280}
-table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #e5e7eb}
-th,td{text-align:left;padding:.35rem .55rem;border-bottom:1px solid #e5e7eb;vertical-align:top}
-th{font-size:.72rem;text-transform:uppercase;letter-spacing:.04em;color:#6b7280;
-background:#f3f4f6;font-weight:600}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-td.t{white-space:nowrap;font-variant-numeric:tabular-nums}
-tr:hover td{background:#f9fafb}
-code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;max-height:18rem;overflow:auto}
-.key{font:12.5px ui-monospace,monospace}
-.tag{display:inline-block;padding:0 .45rem;border-radius:.25rem;font-size:.72rem;
-font-weight:600;white-space:nowrap}
-.k-block{background:#dbeafe;color:#1e3a8a}
-.k-notice{background:#fef3c7;color:#78350f}
-.k-escalation{background:#fee2e2;color:#7f1d1d}
-.k-compaction{background:#ede9fe;color:#4c1d95}
-.k-summary{background:#dcfce7;color:#14532d}
-.k-resolution{background:#ccfbf1;color:#134e4a}
-.a-control{background:#e5e7eb;color:#374151}
-.a-treatment{background:#d1fae5;color:#065f46}
-.o-succeeded{background:#dcfce7;color:#14532d}
-.o-failed{background:#fee2e2;color:#7f1d1d}
-.o-abandoned{background:#e5e7eb;color:#374151}
-dl{display:grid;grid-template-columns:repeat(auto-fill,minmax(8.5rem,1fr));gap:.5rem;margin:0}
-dl div{background:#fff;border:1px solid #e5e7eb;border-radius:.375rem;padding:.35rem .6rem}
-dt{font-size:.72rem;color:#6b7280}
-dd{margin:0;font-size:1.05rem;font-weight:600;font-variant-numeric:tabular-nums}
-.empty{padding:1rem;background:#fff;border:1px dashed #d1d5db;color:#6b7280}
-.added+.added{margin-top:.6rem}
-#requests pre{max-height:12rem}
-.repeats{font-size:.8rem;white-space:normal;margin-top:.2rem}
-.added .key{display:block;margin-bottom:.15rem;color:#374151}
-.refresh{margin-left:auto;font-size:.85rem}
-form{display:flex;gap:.5rem;margin-top:1rem}
-input{font:inherit;padding:.3rem .5rem;min-width:20rem}
-button{font:inherit;padding:.3rem .8rem}
-"""
-CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()
-CSP = (
-    f"default-src 'none'; style-src 'sha256-{CSS_HASH}'; img-src 'self'; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-)
-COMMON_HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
-HTML_HEADERS = {**COMMON_HEADERS, "Content-Security-Policy": CSP, "X-Frame-Options": "DENY"}
-CHALLENGE = {"WWW-Authenticate": 'Bearer realm="recovery-proxy admin"'}
 REFRESH = 5  # seconds between reloads of a session page (`?refresh=N`, 0 stops it)
 MAX_REFRESH = 3600
-
-
-def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def session_row(key: str, state: SessionState, fraction: float) -> dict[str, Any]:
-    return {
-        "name": state.name,
-        "key": key,
-        "tenant": key.partition(":")[0],
-        "arm": arm_of(key, fraction),
-        "last_seen": iso(state.updated),
-        "last_seen_epoch": state.updated,
-        "turn": state.turn,
-        "results": state.stats.results,
-        "failures": state.stats.failures,
-        "records": len(state.records),
-        "compactions": len(state.compactions),
-        "outcome": state.outcome.result if state.outcome else None,  # as reported (issue 28)
-    }
-
-
-def session_detail(key: str, state: SessionState, fraction: float) -> dict[str, Any]:
-    return {
-        **session_row(key, state, fraction),
-        "stats": state.stats.model_dump(),
-        "records": [record.model_dump() for record in state.records],
-        "timeline": [
-            {**event.model_dump(exclude={"ref"}), "added": added}
-            for event, added in with_added_text(state)
-        ],
-        "requests": [request_detail(state, record) for record in state.requests],
-        "compactions": [compaction.model_dump() for compaction in state.compactions],
-        "summary": state.summary,
-        "usage": state.provider.usage.model_dump(),  # issue 25: what the loops cost
-        "resolutions": [r.model_dump() for r in state.resolutions.items],  # what worked
-        "outcome": state.outcome.model_dump() if state.outcome else None,  # how it ended
-    }
-
-
-def request_detail(state: SessionState, record: RequestRecord) -> dict[str, Any]:
-    """One request the proxy rewrote or refused: the texts it added (in full, as far as the
-    session still holds them), those it re-applied (by call id), the new tokens."""
-    added = [
-        {"kind": "result" if key else "summary", "call_id": call_id_of(key) or None, "text": text}
-        for key, text in added_texts(state, record)
-    ]
-    reapplied: list[dict[str, Any]] = [
-        {"kind": "result", "call_id": call_id_of(key)} for key in record.reapplied
-    ]
-    if record.summary == "reapplied":
-        reapplied.append({"kind": "summary", "call_id": None})
-    return {
-        "time": record.time,
-        "turn": record.turn,
-        "tokens_added": record.tokens,
-        "added": added,
-        "reapplied": reapplied,
-        "reapplied_more": record.more,
-        "refused": record.refused or None,
-        "repeats": record.repeats,
-        "last": record.last if record.repeats else None,
-    }
-
-
-def escape(value: Any) -> str:
-    """Escape anything for HTML text and attribute values."""
-    return html.escape(str(value), quote=True)
-
-
-def page(
-    title: str,
-    body: str,
-    status: int = 200,
-    extra: dict[str, str] | None = None,
-    refresh: int = 0,
-) -> Response:
-    """A whole HTML page; `refresh`: reload it every so many seconds (0: never)."""
-    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh > 0 else ""
-    page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width,initial-scale=1">{reload}'
-        f"<title>{escape(title)} · recovery-proxy</title><style>{CSS}</style></head><body>"
-        f"{body}</body></html>"
-    )
-    return HTMLResponse(page, status, headers={**HTML_HEADERS, **(extra or {})})
-
-
-def token_page(request: Request, wrong: bool) -> Response:
-    """401 without any session data: a form that opens the inspector with `?token=`."""
-    note = "That token is not valid." if wrong else "Open this page once with the admin token."
-    body = (
-        "<header><h1>recovery-proxy · admin</h1></header>"
-        f"<p><strong>Token required.</strong> {escape(note)}</p>"
-        '<p class="muted">The token is <code>RECOVERY_PROXY_ADMIN_TOKEN</code>; after it, an '
-        "HttpOnly cookie keeps this browser signed in.</p>"
-        f'<form method="get" action="{escape(request.url.path)}">'
-        '<input type="password" name="token" autocomplete="off" aria-label="admin token">'
-        "<button>Open</button></form>"
-    )
-    return page("Token required", body, 401, CHALLENGE)
 
 
 def _ago(epoch: float) -> str:
@@ -409,22 +241,6 @@ def _reapplied_html(r: dict[str, Any]) -> str:
 
 def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M:%S")
-
-
-def usage_numbers(state: SessionState) -> dict[str, Any]:
-    """The provider-reported usage of a session's responses, for the detail view (issue 25):
-    tokens, those in failure streaks, the proxy's own, cost where priced."""
-    u = state.provider.usage
-    if not u.responses:
-        return {}
-    return {
-        "responses read": u.responses,
-        "tokens": u.input + u.output,
-        "tokens in failure streaks": u.streak_input + u.streak_output,
-        "tokens added by the proxy": u.added,
-        "cost USD": f"{u.cost:.4f}" if u.priced else "-",
-        "cost USD in failure streaks": f"{u.streak_cost:.4f}" if u.priced else "-",
-    }
 
 
 def refresh_seconds(value: str | None) -> int:

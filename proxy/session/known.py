@@ -12,7 +12,8 @@ import logging
 
 from recovery_proxy.core import known_fixes
 from recovery_proxy.core.plan import Plan
-from recovery_proxy.core.state import KnownFix, Link, SessionState
+from recovery_proxy.core.resolution_state import KnownFix
+from recovery_proxy.core.state import Link, SessionState
 from recovery_proxy.session.keys import scoped
 from recovery_proxy.store import Store
 

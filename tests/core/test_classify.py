@@ -216,3 +216,31 @@ def test_an_arguments_label_is_clipped_at_a_whole_argument(rules) -> None:
     label = arguments_label(many, rules)
     assert len(label) <= rules.targets.max_length and label.endswith(", ...")
     assert label.count('"') % 2 == 0 and label.startswith('field_0="' + "v" * 50 + '"')
+
+
+def test_key_line_names_the_field_and_message_of_a_pydantic_error(rules) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/tool.py", line 3, in <module>\n'
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SetLogLevel\n"
+        "level\n"
+        "  Input should be 'debug', 'info' or 'error' [type=literal_error, input_value='verbose',"
+        " input_type=str]\n"
+    )
+    verdict = classify(rules, "set_log_level", text)
+    assert verdict.key_line == "level: Input should be 'debug', 'info' or 'error'"
+    hints = rules.category(verdict.category).hints_for("set_log_level", verdict.key_line)
+    assert hints[0] == "Use exactly one of the values the error lists, spelled as listed"
+
+
+def test_key_line_is_argparse_error_not_its_usage_line(rules) -> None:
+    text = (
+        "usage: logctl [-h] [--service SERVICE]\n"
+        "              [--level {debug,info}]\n"
+        "logctl: error: argument --level: invalid choice: 'verbose' (choose from 'debug', 'info')\n"
+    )
+    verdict = classify(rules, "bash", text)
+    assert verdict.category == "invalid_params"
+    assert verdict.key_line.startswith("logctl: error: argument --level: invalid choice")
+    hints = rules.category(verdict.category).hints_for("bash", verdict.key_line)
+    assert hints[0] == "Use exactly one of the values the error lists, spelled as listed"

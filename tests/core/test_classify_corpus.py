@@ -122,7 +122,7 @@ def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None)
         rule = found
     match = next((f for m in rules.key_line if (f := m.search(body))), None)
     if match:
-        line = _clip(next((g for g in match.groups() if g), "") or match.group(0))
+        line = _clip(": ".join(g.strip() for g in match.groups() if g) or match.group(0))
     else:
         line = next((_clip(x) for x in body.splitlines() if x.strip()), "")
     specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from recovery_proxy.core import known_fixes
-from recovery_proxy.core.state import MAX_FIX_SESSIONS, MAX_KNOWN, Link, Resolution, SessionState
+from recovery_proxy.core.resolution_state import MAX_FIX_SESSIONS, MAX_KNOWN, Resolution
+from recovery_proxy.core.state import Link, SessionState
 from recovery_proxy.experiment.report import build_report, format_report
 
 

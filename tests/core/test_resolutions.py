@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bench.resolution_links import load, score
+from recovery_proxy.core.resolution_state import MAX_DONE, MAX_NAMES, MAX_OPEN, MAX_RESOLUTIONS
 from recovery_proxy.core.resolutions import summary_notes
-from recovery_proxy.core.state import MAX_DONE, MAX_NAMES, MAX_OPEN, MAX_RESOLUTIONS
 from recovery_proxy.rules.model import Rules
 from tests.core.transcript import Transcript
 
