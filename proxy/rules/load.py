@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from recovery_proxy.rules.model import (
+    DETECTION_PER_SET,
     Category,
     Matcher,
     PatternSet,
@@ -268,8 +269,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
             [m.regex.pattern for m in (*unwrap, *not_error, *error)],
             "detection",
             parts=(len(unwrap), len(not_error), len(error)),
+            per_set=DETECTION_PER_SET,
         ),
-        error_set=_pattern_set(error, "detection.error"),
+        error_set=_pattern_set(error, "detection.error", DETECTION_PER_SET),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
@@ -296,8 +298,8 @@ def _error_hints(entries: list[ErrorHints], where: str) -> tuple[tuple[Any, tupl
     )
 
 
-def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:
-    return PatternSet([m.regex.pattern for m in matchers], where)
+def _pattern_set(matchers: list[Matcher], where: str, per_set: int = 1 << 30) -> PatternSet:
+    return PatternSet([m.regex.pattern for m in matchers], where, per_set=per_set)
 
 
 def load_rules(directory: Path | None = None, extra: Path | None = None) -> Rules:

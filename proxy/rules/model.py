@@ -48,38 +48,58 @@ class Matcher:
         return self.regex.search(text)
 
 
+# How patterns are shared out between automata (measured with `python -m bench.classify`): one
+# automaton for a list is cheapest on texts it has seen, but its states multiply with every
+# pattern added, and a text never seen before makes it build them (about 700 us a result for
+# the detection rules in one automaton, 290 us in runs of 16). Production texts are new ones.
+LONG_PATTERN = 2000  # characters: longer patterns (generated alternations) share one automaton
+DETECTION_PER_SET = 16  # detection rules per automaton
+
+
 class PatternSet:
-    """Every pattern of one ordered list searched in one pass over a text (RE2::Set): where
-    pattern-by-pattern search costs a call per pattern, this costs one. `matching(text)` is
-    the indices of the patterns that match, ascending (so the first is the first rule).
-    A set built from several lists (`parts`: their lengths) also says which list each
-    match is in (`matching_parts`): one pass over a text serves all of them."""
+    """Every pattern of one ordered list searched over a text in a few passes (RE2::Set): where
+    pattern-by-pattern search costs a call per pattern, this costs one per automaton (`_groups`:
+    runs of `per_set` patterns, the long ones together). `matching(text)` is the indices of the
+    patterns that match, ascending (so the first is the first rule). A set built from several
+    lists (`parts`: their lengths) also says which list each match is in (`matching_parts`):
+    one search of a text serves all of them."""
 
     def __init__(
-        self, patterns: list[str] | None = None, where: str = "", parts: tuple[int, ...] = ()
+        self,
+        patterns: list[str] | None = None,
+        where: str = "",
+        parts: tuple[int, ...] = (),
+        per_set: int = 1 << 30,
     ) -> None:
-        self.regex_set: Any = None
+        self.size = len(patterns or ())
         # with `parts`: each pattern's list and its index in that list
         self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
         self.local = tuple(i for size in parts for i in range(size))
         self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
-        if not patterns:
-            return
-        regex_set = re2.Set.SearchSet(_SET_OPTIONS)
-        try:
-            for pattern in patterns:
-                regex_set.Add(pattern)
-            regex_set.Compile()
-        except re2.error as exc:
-            raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
-        self.regex_set = regex_set
+        chunks: list[tuple[tuple[int, ...], Any]] = []  # (its patterns' indices, RE2::Set)
+        for group in _groups(patterns or [], per_set):
+            regex_set = re2.Set.SearchSet(_SET_OPTIONS)
+            try:
+                for i in group:
+                    regex_set.Add((patterns or [])[i])
+                regex_set.Compile()
+            except re2.error as exc:
+                raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
+            chunks.append((tuple(group), regex_set))
+        self.sets = tuple(chunks)
 
     def matching(self, text: str | bytes) -> list[int]:
         """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
-        if self.regex_set is None:
-            return []
-        found = self.regex_set.Match(text)
-        return sorted(found) if found else []
+        if len(self.sets) == 1:
+            index, regex_set = self.sets[0]
+            hits = regex_set.Match(text)
+            return sorted(index[i] for i in hits) if hits else []
+        found: list[int] = []
+        for index, regex_set in self.sets:
+            hits = regex_set.Match(text)
+            if hits:
+                found += (index[i] for i in hits)
+        return sorted(found)
 
     def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
         """`matching` split by list: each list's matching indices, counted in that list."""
@@ -90,6 +110,16 @@ class PatternSet:
         for i in hits:
             parts[self.part[i]].append(self.local[i])
         return parts
+
+
+def _groups(patterns: list[str], per_set: int) -> list[list[int]]:
+    """Which patterns share an automaton (indices, ascending in each): the long ones (the
+    generated alternations of translated messages) together, the others in runs of at most
+    `per_set`."""
+    long = [i for i, p in enumerate(patterns) if len(p) > LONG_PATTERN]
+    short = [i for i, p in enumerate(patterns) if len(p) <= LONG_PATTERN]
+    runs = [short[k : k + per_set] for k in range(0, len(short), per_set)]
+    return [group for group in (*runs, long) if group]
 
 
 @dataclass(frozen=True)
