@@ -243,8 +243,8 @@ def render(data: Catalog, past: History | None = None) -> str:
                 kind_here = "infix" if fragment.endswith(WILDCARD) else "suffix"
             else:
                 kind_here = kind
-            if kind_here == "usage":
-                if len(usage_word(msgstr)) >= 2:
+            if kind_here == "usage":  # English `Usage:` also opens a --help text
+                if len(usage_word(msgstr)) >= 2 and usage_word(msgstr).lower() != "usage":
                     by_kind["usage"].append(usage_word(msgstr))
                 continue  # a usage word alone says nothing about the category
             # A wildcard at either end would keep a thread alive along every line of every
@@ -254,8 +254,12 @@ def render(data: Catalog, past: History | None = None) -> str:
                 by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
             if kind_here == "line" and category in ("connection_error", "timeout"):
                 by_kind["network"].append(fragment)  # what wget, curl, ssh end their output with
-            literal = max(fragment.split(WILDCARD), key=len).strip()
-            if category and len(literal) >= 4:
+            pieces = fragment.split(WILDCARD)
+            literal = max(pieces, key=len).strip()
+            # A lone word cut out of a longer message (`argument`, `operando`) is any
+            # text's: it names the category only when it is the whole message.
+            specific = len(pieces) == 1 or " " in literal or any(ord(c) > 0x2FF for c in literal)
+            if category and len(literal) >= 4 and specific:
                 # Categories search whole windows unanchored: literals only, so the one-pass
                 # set stays a small automaton (a wildcard per message multiplies its states).
                 by_category.setdefault(category, []).append(literal)
