@@ -22,6 +22,7 @@ from scripts.localised_rules import (
     parse_po,
     render,
     translations,
+    usage_word,
 )
 
 
@@ -93,6 +94,8 @@ def _examples(committed: dict, past: dict) -> list[tuple[str, str, str, str]]:
                 text = "cat: notes.txt: " + re.sub(r"^x\s*[:：]\s*", "", text)
             elif kind == "severity":
                 text = f"{text}:  relation x"
+            elif kind == "usage" and usage_word(msgstr).lower() == "usage":
+                continue  # English `Usage:` also opens a --help text: not a usage error alone
             elif kind in ("help", "usage"):  # the line after a usage error's message
                 text = f"{domain}: x\n{text}"
             elif kind != "category":  # a program's own message after its name (git, apt)
