@@ -228,6 +228,21 @@ def usage_word(text: str) -> str:
     return "".join("\\" + c if c in META else c for c in word)
 
 
+def _help(fragments: list[str]) -> str:
+    """The `Try 'prog --help'` lines as `--help` then what follows it in each language (or
+    what precedes it, where nothing follows): the search starts at `--help`, not at every
+    character of the first lines."""
+    after, before = [], []
+    for fragment in fragments:
+        head, _, tail = fragment.partition("--help")
+        tail = tail.removeprefix(WILDCARD)
+        if len(tail.strip()) >= 4:
+            after.append(tail)
+        else:
+            before.append(_trim(head))
+    return f"(?:--help{_alternation(after)}|{_alternation(before)}[^\\n]*?--help)"
+
+
 def render(data: Catalog, past: History | None = None) -> str:
     """The rules file for an extract (and the past translations `history` found): detection
     rules per kind, patterns per category."""
@@ -291,7 +306,7 @@ def render(data: Catalog, past: History | None = None) -> str:
             "localised-usage-error",
             "a usage error in the user's language: getopt's `Try 'prog --help'` line after the "
             "message, or a `Usage:` line right after a `prog: ` message",
-            f"\\A[^\\n]*\\n(?:[^\\n]*\\n){{0,5}}?[^\\n]*?{_alternation(by_kind['help'])}|"
+            f"\\A[^\\n]*\\n(?:[^\\n]*\\n){{0,2}}?[^\\n]*?{_help(by_kind['help'])}|"
             f"\\A[\\w./+-]+(?:\\[\\d+\\])?{sep}[^\\n]+\\n[ \\t]*"
             f"{_alternation(by_kind['usage'])}{sep}[ \\t]*[\\w./+-]",
         ),
