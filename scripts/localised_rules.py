@@ -80,7 +80,8 @@ LANGUAGES = (
 # "tool": a tool's own message at the start of a line or after a `prefix: `; "severity": a
 # PostgreSQL severity opening the output; "help": getopt's `Try 'prog --help'` line after
 # a usage error; "usage": the `Usage:` word of a usage line right after a `prog: ` message;
-# "category": only names the category of a failure other rules recognise.
+# "dots": wget's verdict after its `Connecting to host... ` ending the output; "category":
+# only names the category of a failure other rules recognise.
 MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("libc", "No such file or directory", "not_found", "line"),
     ("libc", "Permission denied", "permission_denied", "line"),
@@ -116,6 +117,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("diffutils", "Try '%s --help' for more information.", "invalid_params", "help"),
     ("libc", "Try `%s --help' or `%s --usage' for more information.\n", "invalid_params", "help"),
     ("wget", "%s: unable to resolve host address %s\n", "connection_error", "tool"),
+    ("wget", "failed: %s.\n", "", "dots"),
     ("git", "pathspec '%s' did not match any file(s) known to git", "not_found", "tool"),
     ("git", "pathspec '%s' did not match any files", "not_found", "tool"),
     ("git", "not a git repository (or any of the parent directories): %s", "not_found", "tool"),
@@ -248,7 +250,7 @@ def render(data: Catalog, past: History | None = None) -> str:
     rules per kind, patterns per category."""
     past = past or {}
     by_kind: dict[str, list[str]] = {k: [] for k in ("line", "suffix", "tool", "severity", "help")}
-    by_kind["usage"], by_kind["network"], by_kind["infix"] = [], [], []
+    by_kind["usage"], by_kind["dots"], by_kind["infix"] = [], [], []
     by_category: dict[str, list[str]] = {}
     for domain, msgid, category, kind in MESSAGES:
         for _lang, msgstr in translations(data, past, domain, msgid):
@@ -267,8 +269,6 @@ def render(data: Catalog, past: History | None = None) -> str:
             # suffixes) and need no tail.
             if kind_here != "category":
                 by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
-            if kind_here == "line" and category in ("connection_error", "timeout"):
-                by_kind["network"].append(fragment)  # what wget, curl, ssh end their output with
             pieces = fragment.split(WILDCARD)
             literal = max(pieces, key=len).strip()
             # A lone word cut out of a longer message (`argument`, `operando`) is any
@@ -284,11 +284,11 @@ def render(data: Catalog, past: History | None = None) -> str:
         (
             "localised-system-errors",
             "a strerror or bash message in the user's language ending a `prog: ...: ` line "
-            "in the first two lines, or a network error ending the output",
+            "in the first two lines, or wget's translated `... failed: <error>.` ending the output",
             f"(?m)\\A(?:[^\\n]*\\n)?[^\\n]*?{sep}(?:{line}|"
             f"[^\\n]*?{_alternation(by_kind['suffix'])})[.。]?[ \\t]*$|"
             f"\\A(?:[^\\n]*\\n)?[^\\n]*?{sep}[^\\n]*?{_alternation(by_kind['infix'])}|"
-            f"{sep}{_alternation(by_kind['network'])}[.。]?\\s*\\z",
+            f"(?:\\.\\.\\.|…) ?{_alternation(by_kind['dots'])}[^\\n]*\\s*\\z",
         ),
         (
             "localised-tool-messages",

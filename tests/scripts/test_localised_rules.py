@@ -96,6 +96,8 @@ def _examples(committed: dict, past: dict) -> list[tuple[str, str, str, str]]:
                 text = f"{text}:  relation x"
             elif kind == "usage" and usage_word(msgstr).lower() == "usage":
                 continue  # English `Usage:` also opens a --help text: not a usage error alone
+            elif kind == "dots":  # wget's verdict on its `Connecting to` line, last
+                text = f"--2026-11-20--  https://x.dev/a\nConnecting to x.dev|203.0.113.7|:443... {text}"
             elif kind in ("help", "usage"):  # the line after a usage error's message
                 text = f"{domain}: x\n{text}"
             elif kind != "category":  # a program's own message after its name (git, apt)
