@@ -117,8 +117,9 @@ def wilson(values: Sequence[float]) -> Estimate:
     return Estimate(n, p, max(0.0, centre - half), min(1.0, centre + half))
 
 
-def t_interval(values: Sequence[float]) -> Estimate:
-    """A mean with a t interval (no interval under 2 values)."""
+def t_interval(values: Sequence[float], floor: float | None = None) -> Estimate:
+    """A mean with a t interval (no interval under 2 values), its low end not under `floor`
+    (counts and tokens: 0)."""
     n = len(values)
     if not n:
         return Estimate(0, None, None, None)
@@ -126,7 +127,8 @@ def t_interval(values: Sequence[float]) -> Estimate:
     if n < 2:
         return Estimate(n, m, None, None)
     half = t95(n - 1) * stdev(values) / math.sqrt(n)
-    return Estimate(n, m, m - half, m + half)
+    low = m - half if floor is None else max(floor, m - half)
+    return Estimate(n, m, low, m + half)
 
 
 def summarise(episodes: Sequence[Episode], reference: str = "direct") -> dict[str, Any]:
@@ -144,7 +146,7 @@ def summarise(episodes: Sequence[Episode], reference: str = "direct") -> dict[st
         row: dict[str, Any] = {"episodes": len(mine)}
         for name, (_, rate) in METRICS.items():
             got = [v for e in mine if (v := values[id(e)][name]) is not None]
-            row[name] = (wilson(got) if rate else t_interval(got)).to_json()
+            row[name] = (wilson(got) if rate else t_interval(got, floor=0.0)).to_json()
         wins = sum(e.success for e in mine)
         spent = sum(e.prompt_tokens + e.completion_tokens for e in mine)
         row["tokens_per_success"] = round(spent / wins, 1) if wins else None
