@@ -110,11 +110,11 @@ def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None)
     window = scan_window(codex_json_exec(text) or text, rules)
     wrappers = (f for u in rules.unwrap if (f := u.search(window)) and f.start() == 0)
     body = next((window[f.end() :] for f in wrappers), window)
+    if any(m.search(window) for m in rules.not_error):
+        return SUCCESS
     if is_error:
         rule = "wire-flag"
     else:
-        if any(m.search(window) for m in rules.not_error):
-            return SUCCESS
         texts = (window, body) if body is not window else (window,)
         found = next((m.id for t in texts for m in rules.error if m.search(t)), None)
         if found is None:
