@@ -137,6 +137,8 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     line = key_line(body, rules)
     encoded = line.encode()
     category = categorise(tool, encoded, body, rules)
+    if category == "unknown" and body is not window:  # the wrapper's `Exit code: 124` says it
+        category = categorise(tool, b"", window[: len(window) - len(body)], rules)
     return Verdict(True, category, rule, line, subject_of(category, encoded, body, rules))
 
 
