@@ -448,7 +448,9 @@ def render(data: Catalog, past: History | None = None) -> str:
             if kind_here == "answer":  # anchored at the output's start: its head stays
                 while fragment.endswith(WILDCARD):
                     fragment = fragment[: -len(WILDCARD)]
-                by_kind["answer"].append(fragment)
+                # a file name where the catalog has one, not any words (`Only in-memory
+                # stores are supported: ...` is an error, not diff's `Only in DIR: NAME`)
+                by_kind["answer"].append(fragment.replace(WILDCARD, f"{SPACES}*\\S+{SPACES}*"))
                 continue
             if kind_here != "category":
                 by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
