@@ -83,8 +83,10 @@ LANGUAGES = (
 # word of a usage line right after a `prog: ` message; "dots": wget's verdict after its
 # `Connecting to host... ` ending the output; "category": words that only file a failure
 # other rules detect (a signal's name in bash's job report, a PostgreSQL message after its
-# severity). Line and tool messages also give their English msgid's words to the category,
-# severities and category messages their English msgid itself.
+# severity); "answer": a report opening the output (after a harness's exit-code header) that
+# makes its non-zero exit an answer, not a failure (diff's `Only in`, `Files ... differ`).
+# Line and tool messages also give their English msgid's words to the category, severities
+# and category messages their English msgid itself.
 MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("libc", "No such file or directory", "not_found", "line"),
     ("libc", "Permission denied", "permission_denied", "line"),
@@ -263,6 +265,13 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("postgres-15", "value too long for type character varying(%d)", "size_limit", "category"),
     ("postgres-15", "out of memory", "out_of_memory", "category"),
     ("postgres-15", 'could not extend file "%s": %m', "disk_full", "category"),
+    ("psmisc", "%s: no process found\n", "not_found", "line"),
+    ("man-db", "No manual entry for %s\n", "not_found", "tool"),
+    ("man-db", "No manual entry for %s in section %s\n", "not_found", "tool"),
+    ("coreutils", "invalid number of lines", "invalid_params", "tool"),
+    ("coreutils", "invalid number of bytes", "invalid_params", "tool"),
+    ("diffutils", "Only in %s: %s\n", "", "answer"),
+    ("diffutils", "Files %s and %s differ\n", "", "answer"),
 )
 
 QUOTES = "\"'`«»„“”‘’‚‹›「」『』"
@@ -396,7 +405,14 @@ def _add_category(by_category: dict[str, list[str]], category: str, fragment: st
 # English detection is 10-detection.yaml's and 12-ecosystems.yaml's: a loose `prog: ...: `
 # prefix is safe for translations only, and every alternative in these unanchored rules makes
 # the DFA dearer on texts it has not seen).
-ENGLISH_KINDS = ("line", "tool", "severity", "category")
+ENGLISH_KINDS = ("line", "tool", "severity", "category", "answer")
+
+# The exit-code headers of Claude Code, Codex and Gemini CLI that an answer may follow (as in
+# 12-ecosystems.yaml's query-answer-nonzero-exit); OpenHands puts its exit code last.
+ANSWER_HEADER = (
+    "(?:Exit code:? [1-3]\\nWall time: [^\\n]*\\n(?:Total output lines: \\d+\\n)?Output:\\n|"
+    "Exit code [1-3]\\n|Command: [^\\n]*\\nDirectory: [^\\n]*\\n(?:Stdout|Output): )?"
+)
 
 
 def render(data: Catalog, past: History | None = None) -> str:
@@ -404,6 +420,7 @@ def render(data: Catalog, past: History | None = None) -> str:
     rules per kind, patterns per category."""
     past = past or {}
     kinds = ("line", "suffix", "infix", "tool", "severity", "prefix", "help", "usage", "dots")
+    kinds += ("answer",)
     by_kind: dict[str, list[str]] = {k: [] for k in kinds}
     by_category: dict[str, list[str]] = {}
     for domain, msgid, category, kind in MESSAGES:
@@ -428,6 +445,13 @@ def render(data: Catalog, past: History | None = None) -> str:
             # A wildcard at either end would keep a thread alive along every line of every
             # result: the rules give the prefix (`make: *** `, one shared wildcard for the
             # suffixes) and need no tail.
+            if kind_here == "answer":  # anchored at the output's start: its head stays
+                while fragment.endswith(WILDCARD):
+                    fragment = fragment[: -len(WILDCARD)]
+                # a file name where the catalog has one, not any words (`Only in-memory
+                # stores are supported: ...` is an error, not diff's `Only in DIR: NAME`)
+                by_kind["answer"].append(fragment.replace(WILDCARD, f"{SPACES}*\\S+{SPACES}*"))
+                continue
             if kind_here != "category":
                 by_kind[kind_here].append(fragment if kind_here == "line" else _trim(fragment))
             _add_category(by_category, category, fragment)
@@ -489,6 +513,14 @@ def render(data: Catalog, past: History | None = None) -> str:
         *(f"#   {line[:200]}" for line in sources),
         "",
         "detection:",
+        "  not_error:",
+        "    - id: localised-diff-answer",
+        "      description: "
+        + _quote(
+            "diff's report that the inputs differ (`Only in`, `Files ... differ`), in any "
+            "language, opening the output: its exit code 1 is the answer"
+        ),
+        f"      pattern: {_quote(chr(92) + 'A' + ANSWER_HEADER + _alternation(by_kind['answer']))}",
         "  error:",
     ]
     for rule_id, description, pattern in rules:

@@ -117,7 +117,9 @@ def codex_json_exec(text: str) -> str | None:
 
 
 def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
-    """Judge one tool result. An explicit wire flag decides error-or-not by itself.
+    """Judge one tool result. An explicit `is_error: false` decides by itself; `is_error: true`
+    (Claude Code: a non-zero exit) decides too, unless a `not_error` rule says that outcome is
+    an answer (diff's exit 1 on differences, `systemctl status` of a stopped unit).
     Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     if is_error is not None and not is_error:
         return SUCCESS
@@ -125,6 +127,8 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     unwraps, not_errors, errors = rules.detection_set.matching_parts(window)  # one pass
     body = unwrap(window, unwraps, rules)
     if is_error:
+        if not_errors:
+            return SUCCESS
         rule: str | None = "wire-flag"
     else:
         rule = detect(not_errors, errors, body if body is not window else None, rules)
@@ -133,6 +137,8 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     line = key_line(body, rules)
     encoded = line.encode()
     category = categorise(tool, encoded, body, rules)
+    if category == "unknown" and body is not window:  # the wrapper's `Exit code: 124` says it
+        category = categorise(tool, b"", window[: len(window) - len(body)], rules)
     return Verdict(True, category, rule, line, subject_of(category, encoded, body, rules))
 
 

@@ -27,6 +27,14 @@ def test_explicit_flag_decides(rules) -> None:
     assert flagged.rule == "wire-flag" and flagged.category == "not_found"
 
 
+def test_a_nonzero_exit_that_is_the_answer_beats_the_flag(rules) -> None:
+    """Claude Code flags every non-zero exit; diff's 1 (the files differ) is an answer."""
+    diff = "Exit code 1\n--- a/app.ini\n+++ b/app.ini\n@@ -1 +1 @@\n-level = error\n+level = info"
+    assert not classify(rules, "Bash", diff, is_error=True).error
+    broken = "Exit code 2\ndiff: b/app.ini: No such file or directory"
+    assert classify(rules, "Bash", broken, is_error=True).error
+
+
 def test_scan_reads_only_head_and_tail(rules) -> None:
     middle = "x" * 10_000_000
     window = scan_window("HEAD" + middle + "TAIL", rules)

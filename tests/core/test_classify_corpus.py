@@ -110,11 +110,11 @@ def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None)
     window = scan_window(codex_json_exec(text) or text, rules)
     wrappers = (f for u in rules.unwrap if (f := u.search(window)) and f.start() == 0)
     body = next((window[f.end() :] for f in wrappers), window)
+    if any(m.search(window) for m in rules.not_error):
+        return SUCCESS
     if is_error:
         rule = "wire-flag"
     else:
-        if any(m.search(window) for m in rules.not_error):
-            return SUCCESS
         texts = (window, body) if body is not window else (window,)
         found = next((m.id for t in texts for m in rules.error if m.search(t)), None)
         if found is None:
@@ -127,11 +127,13 @@ def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None)
         line = next((_clip(x) for x in body.splitlines() if x.strip()), "")
     specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
     ordered = specific + [c for c in rules.categories if c.tools is None]
+    header = window[: len(window) - len(body)]  # a wrapper's words, when nothing else files it
     category = next(
         (
             c.id
+            for texts in ((line, body), ("", header))
             for own in (True, False)
-            for t in (line, body)
+            for t in texts
             for c in ordered
             if any(m.search(t) for m in (c.matchers if own else c.extra))
         ),

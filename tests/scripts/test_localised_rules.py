@@ -100,6 +100,8 @@ def _examples(committed: dict, past: dict) -> list[tuple[str, str, str, str]]:
                 text = f"ERROR:  {text}"
             elif kind == "category":  # a signal's name in bash's report of a killed job
                 text = f"bash: line 1: 48213 {text}                 ./index --all"
+            elif kind == "answer":  # a success: test_a_diff_report_is_an_answer
+                continue
             elif kind == "usage" and usage_word(msgstr).lower() == "usage":
                 continue  # English `Usage:` also opens a --help text: not a usage error alone
             elif kind == "dots":  # wget's verdict on its `Connecting to` line, last
@@ -128,6 +130,27 @@ def test_every_translated_message_is_recognised_and_categorised(committed, past)
     # A translation can read like another category's English words; a few may be filed
     # elsewhere, never many.
     assert len(wrong) <= 0.05 * len(examples), wrong
+
+
+def test_a_diff_report_is_an_answer(committed, past) -> None:
+    """diff's `Only in` and `Files ... differ` in every language, after Claude Code's exit-code
+    header (flagged), Gemini CLI's or alone (OpenHands puts its exit code last): successes."""
+    rules = load_rules()
+    texts = [
+        FORMAT.sub("docs", msgstr).strip()
+        for domain, msgid, _category, kind in MESSAGES
+        if kind == "answer"
+        for _lang, msgstr in translations(committed, past, domain, msgid)
+    ]
+    assert len(texts) > 40
+    for text in texts:
+        assert not classify(rules, "Bash", f"Exit code 1\n{text}\n", True).error, text
+        shell = f"Command: diff -rq a b\nDirectory: (root)\nStdout: {text}\nExit Code: 1"
+        assert not classify(rules, "run_shell_command", shell).error, text
+        tail = "\n[Command finished with exit code 1]"
+        assert not classify(rules, "execute_bash", text + tail).error, text
+    broken = "Exit code 2\ndiff: b: No such file or directory"
+    assert classify(rules, "Bash", broken, True).error
 
 
 @pytest.mark.parametrize(
