@@ -1,4 +1,4 @@
-"""scripts/localised_rules.py: the committed localised rules are what the OS's catalogs (and
+"""scripts/localised: the committed localised rules are what the OS's catalogs (and
 their past versions upstream) give, and every translated message they hold is recognised and
 filed under its category."""
 
@@ -11,19 +11,18 @@ import pytest
 
 from recovery_proxy.core.classify import classify
 from recovery_proxy.rules.load import load_rules
-from scripts.localised_rules import (
+from scripts.localised.catalogs import (
     EXTRACT,
-    FORMAT,
     HISTORY,
     LOCALE_DIR,
-    MESSAGES,
     RULES,
     extract,
     parse_po,
-    render,
     translations,
-    usage_word,
 )
+from scripts.localised.messages import MESSAGES
+from scripts.localised.patterns import FORMAT, usage_word
+from scripts.localised.render import render
 
 
 @pytest.fixture(scope="module")
