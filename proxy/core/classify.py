@@ -124,7 +124,7 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     if is_error is not None and not is_error:
         return SUCCESS
     window = scan_window(codex_json_exec(text) or text, rules).encode()
-    unwraps, not_errors, errors = rules.detection_set.matching_parts(window)  # one pass
+    unwraps, not_errors, errors = rules.detection_set.matching_parts(window)  # one search
     body = unwrap(window, unwraps, rules)
     if is_error:
         if not_errors:

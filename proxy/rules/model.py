@@ -213,9 +213,9 @@ class Rules:
     steer_provider: bool = True
     provider_instructions: str = ""
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
-    # The same patterns as one-pass sets (proxy/core/classify.py); built by `rules_load.build`.
-    # `detection_set`: unwrap, not_error and error in one set (its three parts), one pass
-    # over the window; `error_set` again alone for the output inside a wrapper.
+    # The same patterns as `PatternSet`s (proxy/core/classify.py); built by `rules_load.build`.
+    # `detection_set`: unwrap, not_error and error in one set (its three parts), one search
+    # of the window; `error_set` again alone for the output inside a wrapper.
     detection_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
