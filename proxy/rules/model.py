@@ -71,17 +71,17 @@ class PatternSet:
         parts: tuple[int, ...] = (),
         per_set: int = 1 << 30,
     ) -> None:
-        self.size = len(patterns or ())
         # with `parts`: each pattern's list and its index in that list
         self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
         self.local = tuple(i for size in parts for i in range(size))
         self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
         chunks: list[tuple[tuple[int, ...], Any]] = []  # (its patterns' indices, RE2::Set)
-        for group in _groups(patterns or [], per_set):
+        patterns = patterns or []
+        for group in _groups(patterns, per_set):
             regex_set = re2.Set.SearchSet(_SET_OPTIONS)
             try:
                 for i in group:
-                    regex_set.Add((patterns or [])[i])
+                    regex_set.Add(patterns[i])
                 regex_set.Compile()
             except re2.error as exc:
                 raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
@@ -90,16 +90,9 @@ class PatternSet:
 
     def matching(self, text: str | bytes) -> list[int]:
         """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
-        if len(self.sets) == 1:
-            index, regex_set = self.sets[0]
-            hits = regex_set.Match(text)
-            return sorted(index[i] for i in hits) if hits else []
-        found: list[int] = []
-        for index, regex_set in self.sets:
-            hits = regex_set.Match(text)
-            if hits:
-                found += (index[i] for i in hits)
-        return sorted(found)
+        return sorted(
+            [index[i] for index, automaton in self.sets for i in automaton.Match(text) or ()]
+        )
 
     def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
         """`matching` split by list: each list's matching indices, counted in that list."""
