@@ -46,7 +46,7 @@ CORPORA = (
     HOLDOUT5,
     HOLDOUT5_UNSEEN,
 )
-LANGUAGE = re.compile(r"\Ah\d+-([a-z]{2})-")
+LANGUAGE = re.compile(r"\Ah\d+[a-z]?-([a-z]{2})-")
 
 
 def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
