@@ -29,6 +29,8 @@ from tests.corpus import (
     HOLDOUT4_UNSEEN,
     HOLDOUT5,
     HOLDOUT5_UNSEEN,
+    HOLDOUT6,
+    HOLDOUT6_UNSEEN,
     language,
     load_corpus,
     per_category,
@@ -82,8 +84,13 @@ def test_older_corpora_keep_their_figures(rules, path) -> None:
 
 @pytest.mark.parametrize(
     "parts",
-    [(HOLDOUT3, HOLDOUT3_UNSEEN), (HOLDOUT4, HOLDOUT4_UNSEEN), (HOLDOUT5, HOLDOUT5_UNSEEN)],
-    ids=["holdout3", "holdout4", "holdout5"],
+    [
+        (HOLDOUT3, HOLDOUT3_UNSEEN),
+        (HOLDOUT4, HOLDOUT4_UNSEEN),
+        (HOLDOUT5, HOLDOUT5_UNSEEN),
+        (HOLDOUT6, HOLDOUT6_UNSEEN),
+    ],
+    ids=["holdout3", "holdout4", "holdout5", "holdout6"],
 )
 def test_blind_holdouts_are_varied_enough(parts) -> None:
     """Issue 23's spec for a fresh set: >= 400 results, >= 10% not English, >= 40% successes,
