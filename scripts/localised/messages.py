@@ -238,6 +238,8 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("coreutils", "invalid number of bytes", "invalid_params", "tool"),
     ("diffutils", "Only in %s: %s\n", "", "answer"),
     ("diffutils", "Files %s and %s differ\n", "", "answer"),
+    ("diffutils", "Binary files %s and %s differ\n", "", "answer"),
+    ("diffutils", "%s %s differ: byte %s, line %s\n", "", "answer"),
 )
 
 

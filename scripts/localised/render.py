@@ -23,11 +23,14 @@ from scripts.localised.patterns import (
 # the DFA dearer on texts it has not seen).
 ENGLISH_KINDS = ("line", "tool", "severity", "category", "answer")
 
-# The exit-code headers of Claude Code, Codex and Gemini CLI that an answer may follow (as in
-# 12-ecosystems.yaml's query-answer-nonzero-exit); OpenHands puts its exit code last.
+# The exit-code headers of Claude Code, Codex, Gemini CLI and Roo Code, and OpenCode's
+# `<stdout>` block, that an answer may follow (as in 12-ecosystems.yaml's
+# query-answer-nonzero-exit); OpenHands puts its exit code last.
 ANSWER_HEADER = (
     "(?:Exit code:? [1-3]\\nWall time: [^\\n]*\\n(?:Total output lines: \\d+\\n)?Output:\\n|"
-    "Exit code [1-3]\\n|Command: [^\\n]*\\nDirectory: [^\\n]*\\n(?:Stdout|Output): )?"
+    "Exit code [1-3]\\n|Command: [^\\n]*\\nDirectory: [^\\n]*\\n(?:Stdout|Output): |"
+    "(?:\\[\\w+(?: for '[^\\n]*')?\\] Result:\\n)?Command executed in terminal [^\\n]*\\n"
+    "Exit code: [1-3]\\nOutput:\\n|<stdout>\\n)?"
 )
 
 KINDS = ("line", "suffix", "infix", "tool", "severity", "prefix", "help", "usage", "dots", "answer")
@@ -147,8 +150,9 @@ def render(data: Catalog, past: History | None = None) -> str:
         "    - id: localised-diff-answer",
         "      description: "
         + _quote(
-            "diff's report that the inputs differ (`Only in`, `Files ... differ`), in any "
-            "language, opening the output: its exit code 1 is the answer"
+            "diff's and cmp's report that the inputs differ (`Only in`, `Files ... differ`, "
+            "`Binary files ... differ`, `a b differ: byte N, line N`), in any language, opening "
+            "the output: its exit code 1 is the answer"
         ),
         f"      pattern: {_quote(chr(92) + 'A' + ANSWER_HEADER + alternation(by_kind['answer']))}",
         "  error:",
