@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from recovery_proxy.rules.model import (
-    DETECTION_PER_SET,
+    PATTERNS_PER_SET,
     Category,
     Matcher,
     PatternSet,
@@ -269,11 +269,13 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
             [m.regex.pattern for m in (*unwrap, *not_error, *error)],
             "detection",
             parts=(len(unwrap), len(not_error), len(error)),
-            per_set=DETECTION_PER_SET,
+            per_set=PATTERNS_PER_SET,
         ),
-        error_set=_pattern_set(error, "detection.error", DETECTION_PER_SET),
+        error_set=_pattern_set(error, "detection.error", PATTERNS_PER_SET),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
-        category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
+        category_set=_pattern_set(
+            [m for c in categories for m in c.matchers], "categories", PATTERNS_PER_SET
+        ),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
         category_extra_set=_pattern_set([m for c in categories for m in c.extra], "categories"),
         category_extra_owner=tuple(i for i, c in enumerate(categories) for _ in c.extra),
