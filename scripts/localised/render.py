@@ -33,7 +33,24 @@ ANSWER_HEADER = (
     "Exit code: [1-3]\\nOutput:\\n|<stdout>\\n)?"
 )
 
-KINDS = ("line", "suffix", "infix", "tool", "severity", "prefix", "help", "usage", "dots", "answer")
+KINDS = (
+    "line",
+    "suffix",
+    "infix",
+    "tool",
+    "severity",
+    "prefix",
+    "client",
+    "help",
+    "usage",
+    "dots",
+    "answer",
+)
+
+# The PostgreSQL client programs that print `prog: error: ` (src/common/logging.c).
+PG_CLIENTS = (
+    "(?:initdb|pg_\\w+|psql|createdb|createuser|dropdb|dropuser|clusterdb|reindexdb|vacuumdb)"
+)
 
 
 def _quote(text: str) -> str:
@@ -112,6 +129,14 @@ def _error_rules(by_kind: dict[str, list[str]]) -> list[tuple[str, str, str]]:
             "localised-error-prefix",
             "git's translated `fatal: ` or `error: ` opening one of the first four lines",
             f"\\A(?:[^\\n]*\\n){{0,3}}?{alternation(by_kind['prefix'])}[ \\x{{a0}}]?\\S",
+        ),
+        (
+            "localised-postgres-client-error",
+            "a PostgreSQL client program's translated `prog: error: ` (initdb, pg_dump, "
+            "createdb, ...) opening one of the first twelve lines (initdb reports its settings "
+            "first)",
+            f"\\A(?:[^\\n]*\\n){{0,11}}?{PG_CLIENTS}: "
+            f"{alternation(by_kind['client'])}[ \\x{{a0}}]?\\S",
         ),
         (
             "localised-usage-error",
