@@ -2,7 +2,7 @@
 
 The proxy recognises `cat: x: No such file or directory`; a German system prints
 `cat: x: Datei oder Verzeichnis nicht gefunden`. Rather than translating by hand, this package
-reads the translations that libc, bash, coreutils, grep, git, make, apt and PostgreSQL ship
+reads the translations that libc, bash, coreutils, grep, git, make, apt, xz and PostgreSQL ship
 (`/usr/share/locale/<lang>/LC_MESSAGES/<domain>.mo`, Debian packages libc-l10n, bash,
 coreutils, git, ...) and writes them as rules:
 

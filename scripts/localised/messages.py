@@ -41,18 +41,18 @@ LANGUAGES = (
     "zh_TW",
 )
 
-# (domain, msgid, category, kind). kind "line": a message that ends a line after a
-# `prog: [context: ]` prefix (strerror texts, bash) in the first two lines; "tool": a tool's own
-# message at the start of a line or after a `prefix: `; "severity": a PostgreSQL severity in
-# the first lines; "prefix": a tool's `fatal: `/`error: ` marker opening one of the first
-# lines; "help": getopt's `Try 'prog --help'` line after a usage error; "usage": the `Usage:`
-# word of a usage line right after a `prog: ` message; "dots": wget's verdict after its
-# `Connecting to host... ` ending the output; "category": words that only file a failure
-# other rules detect (a signal's name in bash's job report, a PostgreSQL message after its
-# severity); "answer": a report opening the output (after a harness's exit-code header) that
-# makes its non-zero exit an answer, not a failure (diff's `Only in`, `Files ... differ`).
-# Line and tool messages also give their English msgid's words to the category, severities
-# and category messages their English msgid itself.
+# (domain, msgid, category, kind). kind "line": a message that ends a line after a `prog: [context:
+# ]` prefix (strerror texts, bash) in the first two lines; "tool": a tool's own message at the start
+# of a line or after a `prefix: `; "severity": a PostgreSQL severity in the first lines; "prefix": a
+# tool's `fatal: `/`error: ` marker opening one of the first lines; "client": a PostgreSQL client
+# program's `prog: error: ` (initdb, pg_dump, createdb, ...) opening one of the first lines; "help":
+# getopt's `Try 'prog --help'` line after a usage error; "usage": the `Usage:` word of a usage line
+# right after a `prog: ` message; "dots": wget's verdict after its `Connecting to host... ` ending
+# the output; "category": words that only file a failure other rules detect (a signal's name in
+# bash's job report, a PostgreSQL message after its severity); "answer": a report opening the output
+# (after a harness's exit-code header) that makes its non-zero exit an answer, not a failure (diff's
+# `Only in`, `Files ... differ`). Line and tool messages also give their English msgid's words to
+# the category, severities and category messages their English msgid itself.
 MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("libc", "No such file or directory", "not_found", "line"),
     ("libc", "Permission denied", "permission_denied", "line"),
@@ -132,7 +132,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("bash", "syntax error: unexpected end of file", "invalid_params", "line"),
     ("bash", "%s: bad substitution", "invalid_params", "line"),
     ("bash", "%s: ambiguous redirect", "invalid_params", "line"),
-    ("bash", "%s: unbound variable", "", "line"),
+    ("bash", "%s: unbound variable", "invalid_params", "line"),
     ("bash", "%s: numeric argument required", "invalid_params", "line"),
     ("bash", "%s: integer expression expected", "invalid_params", "line"),
     ("bash", "too many arguments", "invalid_params", "line"),
@@ -236,6 +236,15 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("man-db", "No manual entry for %s in section %s\n", "not_found", "tool"),
     ("coreutils", "invalid number of lines", "invalid_params", "tool"),
     ("coreutils", "invalid number of bytes", "invalid_params", "tool"),
+    ("xz", "File format not recognized", "format_error", "line"),
+    ("xz", "Unexpected end of input", "format_error", "line"),
+    ("xz", "Compressed data is corrupt", "format_error", "line"),
+    ("git", "Need to specify how to reconcile divergent branches.", "conflict", "tool"),
+    ("psql-15", 'Did not find any relation named "%s".', "not_found", "tool"),
+    ("initdb-15", 'directory "%s" exists but is not empty', "conflict", "tool"),
+    ("initdb-15", "error: ", "", "client"),
+    ("pg_dump-15", "error: ", "", "client"),
+    ("pgscripts-15", "error: ", "", "client"),
     ("diffutils", "Only in %s: %s\n", "", "answer"),
     ("diffutils", "Files %s and %s differ\n", "", "answer"),
     ("diffutils", "Binary files %s and %s differ\n", "", "answer"),

@@ -17,11 +17,12 @@ from scripts.localised.patterns import (
 )
 
 # The kinds whose English msgid the rules take too: a severity (PostgreSQL's `ERROR:  `) and
-# a category message as they are, a line or tool message for its category words only (its
+# a category message as they are, a PostgreSQL client's `error: ` as it is (its programs'
+# names anchor it), a line or tool message for its category words only (its
 # English detection is 10-detection.yaml's and 12-ecosystems.yaml's: a loose `prog: ...: `
 # prefix is safe for translations only, and every alternative in these unanchored rules makes
 # the DFA dearer on texts it has not seen).
-ENGLISH_KINDS = ("line", "tool", "severity", "category", "answer")
+ENGLISH_KINDS = ("line", "tool", "severity", "client", "category", "answer")
 
 # The exit-code headers of Claude Code, Codex, Gemini CLI and Roo Code, and OpenCode's
 # `<stdout>` block, that an answer may follow (as in 12-ecosystems.yaml's
@@ -33,7 +34,24 @@ ANSWER_HEADER = (
     "Exit code: [1-3]\\nOutput:\\n|<stdout>\\n)?"
 )
 
-KINDS = ("line", "suffix", "infix", "tool", "severity", "prefix", "help", "usage", "dots", "answer")
+KINDS = (
+    "line",
+    "suffix",
+    "infix",
+    "tool",
+    "severity",
+    "prefix",
+    "client",
+    "help",
+    "usage",
+    "dots",
+    "answer",
+)
+
+# The PostgreSQL client programs that print `prog: error: ` (src/common/logging.c).
+PG_CLIENTS = (
+    "(?:initdb|pg_\\w+|psql|createdb|createuser|dropdb|dropuser|clusterdb|reindexdb|vacuumdb)"
+)
 
 
 def _quote(text: str) -> str:
@@ -112,6 +130,14 @@ def _error_rules(by_kind: dict[str, list[str]]) -> list[tuple[str, str, str]]:
             "localised-error-prefix",
             "git's translated `fatal: ` or `error: ` opening one of the first four lines",
             f"\\A(?:[^\\n]*\\n){{0,3}}?{alternation(by_kind['prefix'])}[ \\x{{a0}}]?\\S",
+        ),
+        (
+            "localised-postgres-client-error",
+            "a PostgreSQL client program's `prog: error: `, translated or not (initdb, pg_dump, "
+            "createdb, ...) opening one of the first twelve lines (initdb reports its settings "
+            "first)",
+            f"\\A(?:[^\\n]*\\n){{0,11}}?{PG_CLIENTS}: "
+            f"{alternation(by_kind['client'])}[ \\x{{a0}}]?\\S",
         ),
         (
             "localised-usage-error",

@@ -95,6 +95,9 @@ def _examples(committed: dict, past: dict) -> list[tuple[str, str, str, str]]:
                 text = f"{text}:  relation x"
             elif kind == "prefix":  # git's `fatal: ` opening a line
                 text = f"{msgstr}x"
+            elif kind == "client":  # a PostgreSQL client's `prog: error: ` (pgscripts: createdb)
+                program = domain.split("-")[0].replace("pgscripts", "createdb")
+                text = f"{program}: {msgstr}x"
             elif kind == "category" and domain.startswith("postgres"):  # after its severity
                 text = f"ERROR:  {text}"
             elif kind == "category":  # a signal's name in bash's report of a killed job
