@@ -14,7 +14,10 @@ from recovery_proxy.rules.schema import CategoryRule, PatternRule
 def example_failures(rules: Rules) -> tuple[int, list[str]]:
     """Run every rule's `examples`; returns (examples run, descriptions of failures)."""
     compiled: dict[tuple[str, str], Matcher] = {
-        **{("detection", m.id): m for m in (*rules.not_error, *rules.error)},
+        **{
+            ("detection", m.id): m
+            for m in (*rules.not_error, *rules.exit_zero, *rules.error, *rules.reply)
+        },
         **{("unwrap", m.id): m for m in rules.unwrap},
         **{("marker", m.id): m for m in rules.markers},
     }
@@ -24,7 +27,9 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
         pattern_rules: list[tuple[str, PatternRule]] = [
             *(("unwrap", r) for r in rule_file.detection.unwrap),
             *(("detection", r) for r in rule_file.detection.not_error),
+            *(("detection", r) for r in rule_file.detection.exit_zero),
             *(("detection", r) for r in rule_file.detection.error),
+            *(("detection", r) for r in rule_file.detection.reply),
             *(("marker", r) for r in rule_file.compaction.markers),
         ]
         for section, rule in pattern_rules:
@@ -86,7 +91,8 @@ def check_rules(directory: Path | None, extra: Path | None = None) -> int:
     ran, failures = example_failures(rules)
     for failure in failures:
         print(f"FAIL {failure}", file=sys.stderr)
-    count = len(rules.not_error) + len(rules.error) + len(rules.categories) + len(rules.markers)
+    count = len(rules.not_error) + len(rules.exit_zero) + len(rules.error) + len(rules.reply)
+    count += len(rules.categories) + len(rules.markers)
     status = "FAILED" if failures else "ok"
     print(
         f"rules {status}: {rules.source} version {rules.version}, {count} rules, "

@@ -117,23 +117,39 @@ def codex_json_exec(text: str) -> str | None:
 
 
 def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
-    """Judge one tool result. An explicit `is_error: false` decides by itself; `is_error: true`
-    (Claude Code: a non-zero exit) decides too, unless a `not_error` rule says that outcome is
-    an answer (diff's exit 1 on differences, `systemctl status` of a stopped unit).
+    """Judge one tool result. `is_error: true` (Claude Code: a non-zero exit) decides, unless a
+    `not_error` rule says that outcome is an answer (diff's exit 1 on differences,
+    `systemctl status` of a stopped unit). A successful exit status (`is_error: false`, an
+    `exit_zero` wrapper) decides too, unless the output is an error `reply` (an HTTP error
+    body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
     Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
-    if is_error is not None and not is_error:
-        return SUCCESS
     window = scan_window(codex_json_exec(text) or text, rules).encode()
-    unwraps, not_errors, errors = rules.detection_set.matching_parts(window)  # one search
-    body = unwrap(window, unwraps, rules)
-    if is_error:
-        if not_errors:
+    if is_error is False:
+        replies = rules.reply_set.matching(window) if rules.reply else ()
+        if not replies:
             return SUCCESS
-        rule: str | None = "wire-flag"
+        return _failure(tool, window, window, rules.reply[replies[0]].id, rules)
+    unwraps, not_errors, exit_zeros, errors = rules.detection_set.matching_parts(window)
+    body = unwrap(window, unwraps, rules)
+    rule: str | None
+    if is_error:
+        if not_errors or exit_zeros:
+            return SUCCESS
+        rule = "wire-flag"
+    elif exit_zeros and not not_errors:
+        replies = rules.reply_set.matching(body) if rules.reply else ()
+        if not replies:
+            return SUCCESS
+        rule = rules.reply[replies[0]].id
     else:
         rule = detect(not_errors, errors, body if body is not window else None, rules)
         if rule is None:
             return SUCCESS
+    return _failure(tool, window, body, rule, rules)
+
+
+def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:
+    """The verdict for a failure `rule` found: its key line, category and subject."""
     line = key_line(body, rules)
     encoded = line.encode()
     category = categorise(tool, encoded, body, rules)

@@ -168,7 +168,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     seen: dict[str, str] = {}
     for name, rule_file in files.items():
         d = rule_file.detection
-        ids = [r.id for r in (*d.not_error, *d.error)]
+        ids = [r.id for r in (*d.not_error, *d.exit_zero, *d.error, *d.reply)]
         ids += [f"unwrap:{r.id}" for r in d.unwrap]
         ids += [f"key_line:{r.id}" for r in d.key_line]
         ids += [f"marker:{r.id}" for r in rule_file.compaction.markers]
@@ -183,7 +183,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
 
     unwrap: list[Matcher] = []
     not_error: list[Matcher] = []
+    exit_zero: list[Matcher] = []
     error: list[Matcher] = []
+    reply: list[Matcher] = []
     key_line: list[Matcher] = []
     markers: list[Matcher] = []
     categories: list[Category] = []
@@ -194,7 +196,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         d = rule_file.detection
         unwrap += _matchers(d.unwrap, name)
         not_error += _matchers(d.not_error, name)
+        exit_zero += _matchers(d.exit_zero, name)
         error += _matchers(d.error, name)
+        reply += _matchers(d.reply, name)
         key_line += _matchers(d.key_line, name)
         markers += _matchers(rule_file.compaction.markers, name)
         cleared += rule_file.compaction.cleared
@@ -252,6 +256,8 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         unwrap=tuple(unwrap),
         not_error=tuple(not_error),
         error=tuple(error),
+        exit_zero=tuple(exit_zero),
+        reply=tuple(reply),
         key_line=tuple(key_line),
         categories=tuple(categories),
         targets=_merge_dicts((f for _, f in each("targets")), Targets),
@@ -266,12 +272,13 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         provider_instructions=provider_instructions,
         files=files,
         detection_set=PatternSet(
-            [m.regex.pattern for m in (*unwrap, *not_error, *error)],
+            [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error)],
             "detection",
-            parts=(len(unwrap), len(not_error), len(error)),
+            parts=(len(unwrap), len(not_error), len(exit_zero), len(error)),
             per_set=PATTERNS_PER_SET,
         ),
         error_set=_pattern_set(error, "detection.error", PATTERNS_PER_SET),
+        reply_set=_pattern_set(reply, "detection.reply"),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set(
             [m for c in categories for m in c.matchers], "categories", PATTERNS_PER_SET

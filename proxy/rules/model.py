@@ -204,6 +204,8 @@ class Rules:
     markers: tuple[Matcher, ...]
     cleared: tuple[str, ...]
     sessions: Sessions
+    exit_zero: tuple[Matcher, ...] = ()  # wrappers reporting exit 0: success unless a reply
+    reply: tuple[Matcher, ...] = ()  # error replies: failures whatever the exit status says
     # Steer the provider's own summariser (issue 25): the ledger in compaction instructions.
     steer_provider: bool = True
     provider_instructions: str = ""
@@ -213,6 +215,7 @@ class Rules:
     # of the window; `error_set` again alone for the output inside a wrapper.
     detection_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    reply_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)

@@ -12,7 +12,9 @@ from recovery_proxy.rules.model import RuleFile
 RULE_LISTS = (
     ("detection", "unwrap"),
     ("detection", "not_error"),
+    ("detection", "exit_zero"),
     ("detection", "error"),
+    ("detection", "reply"),
     ("detection", "key_line"),
     ("compaction", "markers"),
     (None, "categories"),

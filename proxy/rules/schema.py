@@ -64,9 +64,17 @@ class CategoryRule(Strict):
 
 
 class Detection(Strict):
+    """Is a result a failure: `unwrap` (wrapper prefixes), `not_error` (answers that win over
+    errors), `exit_zero` (a wrapper reporting a successful exit: a success unless the output
+    is an error `reply`), `error`, `reply` (outputs that are an error reply, an HTTP error
+    body or page or a client's error: failures even when the exit status says success, by
+    `is_error: false` or an `exit_zero` wrapper) and `key_line`."""
+
     unwrap: list[PatternRule] = []
     not_error: list[PatternRule] = []
+    exit_zero: list[PatternRule] = []
     error: list[PatternRule] = []
+    reply: list[PatternRule] = []
     key_line: list[PatternRule] = []
 
 

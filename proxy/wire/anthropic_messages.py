@@ -3,10 +3,10 @@ splice a plan back in. Positions are `(message index, block index)` of a `tool_r
 
 Calls are assistant `tool_use` blocks (`id`, `name`, `input`); results are user `tool_result`
 blocks (`tool_use_id`, `content` a string or blocks, `is_error`). An explicit `is_error`
-decides (`true` unless a `not_error` rule reads the exit as an answer). `system` is a string
-or text blocks whose `cache_control` breakpoints are never added, moved or dropped. Claude
-Code's `system[0]` billing line changes on every request: it is not system text (it would
-split every session's fingerprint).
+decides (`true` unless a `not_error` rule reads the exit as an answer, `false` unless the
+output is an error `reply`). `system` is a string or text blocks whose `cache_control`
+breakpoints are never added, moved or dropped. Claude Code's `system[0]` billing line changes
+on every request: it is not system text (it would split every session's fingerprint).
 """
 
 from __future__ import annotations

@@ -35,6 +35,33 @@ def test_a_nonzero_exit_that_is_the_answer_beats_the_flag(rules) -> None:
     assert classify(rules, "Bash", broken, is_error=True).error
 
 
+def test_an_error_reply_beats_a_successful_exit_status(rules) -> None:
+    """curl exits 0 on an HTTP error body, redis-cli on an error reply: the output is the
+    answer to what the call asked, and it says the operation failed."""
+    body = '{"message":"Not Found","documentation_url":"https://docs.github.com/rest"}'
+    flagged = classify(rules, "Bash", body, is_error=False)
+    assert (flagged.error, flagged.rule, flagged.category) == (
+        True,
+        "http-error-reply",
+        "not_found",
+    )
+    wrapped = f"Exit code: 0\nWall time: 0.2 seconds\nOutput:\n{body}"
+    assert classify(rules, "shell", wrapped).rule == "http-error-reply"
+    redis = "(error) WRONGTYPE Operation against a key holding the wrong kind of value"
+    assert classify(rules, "Bash", redis + "\n[The command completed with exit code 0.]").error
+
+
+def test_a_successful_exit_status_still_wins_over_error_words(rules) -> None:
+    """Only a whole-output reply overrides the exit status: a log quoting an error body, a
+    listing with error words, a status code printed on its own stay answers."""
+    log = 'GET /v1/orders/9 404 body={"error":{"code":404,"message":"not found"}}'
+    assert not classify(rules, "Bash", log, is_error=False).error
+    assert not classify(rules, "shell", f"Exit code: 0\nWall time: 1 seconds\nOutput:\n{log}").error
+    assert not classify(rules, "Bash", "503", is_error=False).error
+    assert not classify(rules, "Bash", "all good\n[The command completed with exit code 0.]").error
+    assert not classify(rules, "Bash", "Exit code: 0\nOutput:\nok", is_error=True).error
+
+
 def test_scan_reads_only_head_and_tail(rules) -> None:
     middle = "x" * 10_000_000
     window = scan_window("HEAD" + middle + "TAIL", rules)

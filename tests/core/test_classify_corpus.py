@@ -115,21 +115,35 @@ def test_per_category_report_covers_every_category(rules) -> None:
 def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
     """The reference: every rule searched on its own, in order, on the text itself (no sets,
     no bytes, no cache), as proxy/core/classify.py documents it."""
-    if is_error is not None and not is_error:
-        return SUCCESS
     window = scan_window(codex_json_exec(text) or text, rules)
+    if is_error is False:
+        found = next((m.id for m in rules.reply if m.search(window)), None)
+        return reference_failure(rules, tool, window, window, found) if found else SUCCESS
     wrappers = (f for u in rules.unwrap if (f := u.search(window)) and f.start() == 0)
     body = next((window[f.end() :] for f in wrappers), window)
     if any(m.search(window) for m in rules.not_error):
         return SUCCESS
+    exit_zero = any(m.search(window) for m in rules.exit_zero)
     if is_error:
+        if exit_zero:
+            return SUCCESS
         rule = "wire-flag"
+    elif exit_zero:
+        found = next((m.id for m in rules.reply if m.search(body)), None)
+        if found is None:
+            return SUCCESS
+        rule = found
     else:
         texts = (window, body) if body is not window else (window,)
         found = next((m.id for t in texts for m in rules.error if m.search(t)), None)
         if found is None:
             return SUCCESS
         rule = found
+    return reference_failure(rules, tool, window, body, rule)
+
+
+def reference_failure(rules: Rules, tool: str, window: str, body: str, rule: str) -> Verdict:
+    """The reference's key line, category and subject for a failure `rule` found."""
     match = next((f for m in rules.key_line if (f := m.search(body))), None)
     if match:
         line = _clip(": ".join(g.strip() for g in match.groups() if g) or match.group(0))
