@@ -31,6 +31,8 @@ from tests.corpus import (
     HOLDOUT5_UNSEEN,
     HOLDOUT6,
     HOLDOUT6_UNSEEN,
+    HOLDOUT7,
+    HOLDOUT7_UNSEEN,
     language,
     load_corpus,
     per_category,
@@ -98,8 +100,9 @@ def test_older_corpora_keep_their_figures(rules, path) -> None:
         (HOLDOUT4, HOLDOUT4_UNSEEN),
         (HOLDOUT5, HOLDOUT5_UNSEEN),
         (HOLDOUT6, HOLDOUT6_UNSEEN),
+        (HOLDOUT7, HOLDOUT7_UNSEEN),
     ],
-    ids=["holdout3", "holdout4", "holdout5", "holdout6"],
+    ids=["holdout3", "holdout4", "holdout5", "holdout6", "holdout7"],
 )
 def test_blind_holdouts_are_varied_enough(parts) -> None:
     """Issue 23's spec for a fresh set: >= 400 results, >= 10% not English, >= 40% successes,
