@@ -33,6 +33,8 @@ from tests.corpus import (
     HOLDOUT6_UNSEEN,
     HOLDOUT7,
     HOLDOUT7_UNSEEN,
+    HOLDOUT8,
+    HOLDOUT8_UNSEEN,
     language,
     load_corpus,
     per_category,
@@ -102,8 +104,9 @@ def test_older_corpora_keep_their_figures(rules, path) -> None:
         (HOLDOUT5, HOLDOUT5_UNSEEN),
         (HOLDOUT6, HOLDOUT6_UNSEEN),
         (HOLDOUT7, HOLDOUT7_UNSEEN),
+        (HOLDOUT8, HOLDOUT8_UNSEEN),
     ],
-    ids=["holdout3", "holdout4", "holdout5", "holdout6", "holdout7"],
+    ids=["holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8"],
 )
 def test_blind_holdouts_are_varied_enough(parts) -> None:
     """Issue 23's spec for a fresh set: >= 400 results, >= 10% not English, >= 40% successes,
