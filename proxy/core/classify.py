@@ -124,28 +124,28 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
     Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     window = scan_window(codex_json_exec(text) or text, rules).encode()
+    rule: str | None
     if is_error is False:
-        replies = rules.reply_set.matching(window) if rules.reply else ()
-        if not replies:
-            return SUCCESS
-        return _failure(tool, window, window, rules.reply[replies[0]].id, rules)
+        rule = reply(window, rules)
+        return SUCCESS if rule is None else _failure(tool, window, window, rule, rules)
     unwraps, not_errors, exit_zeros, errors = rules.detection_set.matching_parts(window)
     body = unwrap(window, unwraps, rules)
-    rule: str | None
     if is_error:
         if not_errors or exit_zeros:
             return SUCCESS
         rule = "wire-flag"
     elif exit_zeros and not not_errors:
-        replies = rules.reply_set.matching(body) if rules.reply else ()
-        if not replies:
-            return SUCCESS
-        rule = rules.reply[replies[0]].id
+        rule = reply(body, rules)
     else:
         rule = detect(not_errors, errors, body if body is not window else None, rules)
-        if rule is None:
-            return SUCCESS
-    return _failure(tool, window, body, rule, rules)
+    return SUCCESS if rule is None else _failure(tool, window, body, rule, rules)
+
+
+def reply(output: bytes, rules: Rules) -> str | None:
+    """The id of the first `reply` rule the output matches (an error reply that beats a
+    successful exit status), or None."""
+    hits = rules.reply_set.matching(output)
+    return rules.reply[hits[0]].id if hits else None
 
 
 def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:

@@ -33,8 +33,7 @@ from tests.corpus import (
     HOLDOUT6_UNSEEN,
     HOLDOUT7,
     HOLDOUT7_UNSEEN,
-    HOLDOUT8,
-    HOLDOUT8_UNSEEN,
+    SPLIT,
     language,
     load_corpus,
     per_category,
@@ -64,17 +63,7 @@ def test_corpus_is_big_and_balanced_enough() -> None:
 @pytest.mark.parametrize(
     "path",
     [CORPUS, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT3_UNSEEN, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7],
-    ids=[
-        "corpus",
-        "holdout",
-        "holdout2",
-        "holdout3",
-        "holdout3-other",
-        "holdout4",
-        "holdout5",
-        "holdout6",
-        "holdout7",
-    ],
+    ids=lambda path: path.stem,
 )
 def test_precision_and_recall(rules, path) -> None:
     s = score(rules, load_corpus(path))
@@ -96,18 +85,7 @@ def test_older_corpora_keep_their_figures(rules, path) -> None:
     assert round(s.category_accuracy, 3) >= category, "\n".join(s.misses)
 
 
-@pytest.mark.parametrize(
-    "parts",
-    [
-        (HOLDOUT3, HOLDOUT3_UNSEEN),
-        (HOLDOUT4, HOLDOUT4_UNSEEN),
-        (HOLDOUT5, HOLDOUT5_UNSEEN),
-        (HOLDOUT6, HOLDOUT6_UNSEEN),
-        (HOLDOUT7, HOLDOUT7_UNSEEN),
-        (HOLDOUT8, HOLDOUT8_UNSEEN),
-    ],
-    ids=["holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8"],
-)
+@pytest.mark.parametrize("parts", SPLIT, ids=[tuning.stem for tuning, _ in SPLIT])
 def test_blind_holdouts_are_varied_enough(parts) -> None:
     """Issue 23's spec for a fresh set: >= 400 results, >= 10% not English, >= 40% successes,
     about a third kept apart (`md5(id) % 3 == 0`), ids unique across both parts."""
