@@ -48,20 +48,21 @@ class Matcher:
         return self.regex.search(text)
 
 
-# How patterns are shared out between automata (measured with `python -m bench.classify`): one
-# automaton for a list is cheapest on texts it has seen, but its states multiply with every
-# pattern added, and a text never seen before makes it build them (about 700 us a result for
-# the detection rules in one automaton, 290 us in runs of 16; the categories' patterns in runs
-# of 16 instead of one automaton: new texts 1.3x faster, repeated ones about 10% slower).
-# Production texts are new ones: the proxy judges each tool result once.
-LONG_PATTERN = 2000  # characters: longer patterns (generated alternations) share one automaton
-PATTERNS_PER_SET = 16  # detection rules (and category patterns) per automaton
+# How patterns are shared out between automata (measured with `python -m bench.classify --new`):
+# one automaton for a list is cheapest on texts it has seen, but its states multiply with every
+# pattern added, and a text never seen before makes it build them. Production texts are new
+# ones (the proxy judges each tool result once), so the runs are short: 4 patterns an automaton
+# (new texts: 230 us a result, against 300 in runs of 8, 350 in runs of 16), and each long
+# pattern (a generated alternation of translated messages) alone: three of them in one
+# automaton cost 38 us a text, alone 11 together.
+LONG_PATTERN = 2000  # characters: a longer pattern (a generated alternation) gets its own automaton
+PATTERNS_PER_SET = 4  # patterns per automaton
 
 
 class PatternSet:
     """Every pattern of one ordered list searched over a text in a few passes (RE2::Set): where
     pattern-by-pattern search costs a call per pattern, this costs one per automaton (`_groups`:
-    runs of `per_set` patterns, the long ones together). `matching(text)` is the indices of the
+    runs of `per_set` patterns, each long one alone). `matching(text)` is the indices of the
     patterns that match, ascending (so the first is the first rule). A set built from several
     lists (`parts`: their lengths) also says which list each match is in (`matching_parts`):
     one search of a text serves all of them."""
@@ -71,7 +72,7 @@ class PatternSet:
         patterns: list[str] | None = None,
         where: str = "",
         parts: tuple[int, ...] = (),
-        per_set: int = 1 << 30,
+        per_set: int = PATTERNS_PER_SET,
     ) -> None:
         # with `parts`: each pattern's list and its index in that list
         self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
@@ -108,13 +109,11 @@ class PatternSet:
 
 
 def _groups(patterns: list[str], per_set: int) -> list[list[int]]:
-    """Which patterns share an automaton (indices, ascending in each): the long ones (the
-    generated alternations of translated messages) together, the others in runs of at most
-    `per_set`."""
-    long = [i for i, p in enumerate(patterns) if len(p) > LONG_PATTERN]
+    """Which patterns share an automaton (indices, ascending in each): the others in runs of at
+    most `per_set`, then each long one (a generated alternation of translated messages) alone."""
     short = [i for i, p in enumerate(patterns) if len(p) <= LONG_PATTERN]
     runs = [short[k : k + per_set] for k in range(0, len(short), per_set)]
-    return [group for group in (*runs, long) if group]
+    return [*runs, *([i] for i, p in enumerate(patterns) if len(p) > LONG_PATTERN)]
 
 
 @dataclass(frozen=True)

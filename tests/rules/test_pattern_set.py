@@ -9,7 +9,7 @@ def test_matches_are_ascending_indices_across_automata() -> None:
     long = "(?:" + "|".join(f"word{i:05d}" for i in range(LONG_PATTERN // 8)) + "|needle)"
     patterns = ["alpha", long, "beta", "gamma", "(?i)ALPHA", "delta"]
     regex_set = PatternSet(patterns, "test", per_set=2)
-    assert len(regex_set.sets) == 4  # [0, 2], [3, 4], [5], the long one alone
+    assert len(regex_set.sets) == 4  # [0, 2], [3, 4], [5], then the long one alone
     assert regex_set.matching(b"delta needle alpha") == [0, 1, 4, 5]
     assert regex_set.matching("gamma beta") == [2, 3]
     assert regex_set.matching(b"nothing here") == []
