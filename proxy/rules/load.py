@@ -19,7 +19,6 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from recovery_proxy.rules.model import (
-    PATTERNS_PER_SET,
     Category,
     Matcher,
     PatternSet,
@@ -275,14 +274,11 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
             [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error)],
             "detection",
             parts=(len(unwrap), len(not_error), len(exit_zero), len(error)),
-            per_set=PATTERNS_PER_SET,
         ),
-        error_set=_pattern_set(error, "detection.error", PATTERNS_PER_SET),
+        error_set=_pattern_set(error, "detection.error"),
         reply_set=_pattern_set(reply, "detection.reply"),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
-        category_set=_pattern_set(
-            [m for c in categories for m in c.matchers], "categories", PATTERNS_PER_SET
-        ),
+        category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
         category_extra_set=_pattern_set([m for c in categories for m in c.extra], "categories"),
         category_extra_owner=tuple(i for i, c in enumerate(categories) for _ in c.extra),
@@ -307,8 +303,8 @@ def _error_hints(entries: list[ErrorHints], where: str) -> tuple[tuple[Any, tupl
     )
 
 
-def _pattern_set(matchers: list[Matcher], where: str, per_set: int = 1 << 30) -> PatternSet:
-    return PatternSet([m.regex.pattern for m in matchers], where, per_set=per_set)
+def _pattern_set(matchers: list[Matcher], where: str) -> PatternSet:
+    return PatternSet([m.regex.pattern for m in matchers], where)
 
 
 def load_rules(directory: Path | None = None, extra: Path | None = None) -> Rules:

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import ahocorasick
 import re2
 
+from recovery_proxy.rules.literals import required_literals
 from recovery_proxy.rules.schema import (
     Escalation,
     Placement,
@@ -48,53 +50,69 @@ class Matcher:
         return self.regex.search(text)
 
 
-# How patterns are shared out between automata (measured with `python -m bench.classify`): one
-# automaton for a list is cheapest on texts it has seen, but its states multiply with every
-# pattern added, and a text never seen before makes it build them (about 700 us a result for
-# the detection rules in one automaton, 290 us in runs of 16; the categories' patterns in runs
-# of 16 instead of one automaton: new texts 1.3x faster, repeated ones about 10% slower).
-# Production texts are new ones: the proxy judges each tool result once.
-LONG_PATTERN = 2000  # characters: longer patterns (generated alternations) share one automaton
-PATTERNS_PER_SET = 16  # detection rules (and category patterns) per automaton
+# How patterns are shared out between automata (measured with `python -m bench.classify --new`):
+# RE2 builds an automaton's states lazily, for each text never seen, and production texts are
+# new ones (the proxy judges each tool result once). One automaton for many patterns builds
+# states for their every combination: about 700 us a result for the detection rules in one,
+# 350 in runs of 16, 230 in runs of 4. So a pattern that has required literals (`literals.py`,
+# most of them) gets an automaton of its own, searched only when a text holds one of its
+# literals (one Aho-Corasick pass finds them: 13 of 135 detection rules a text on average);
+# the others share automata of 4, and each long one (a generated alternation of translated
+# messages) has its own.
+LONG_PATTERN = 2000  # characters: a longer pattern (a generated alternation) gets its own automaton
+PATTERNS_PER_SET = 4  # patterns without required literals per automaton
 
 
 class PatternSet:
-    """Every pattern of one ordered list searched over a text in a few passes (RE2::Set): where
-    pattern-by-pattern search costs a call per pattern, this costs one per automaton (`_groups`:
-    runs of `per_set` patterns, the long ones together). `matching(text)` is the indices of the
-    patterns that match, ascending (so the first is the first rule). A set built from several
-    lists (`parts`: their lengths) also says which list each match is in (`matching_parts`):
-    one search of a text serves all of them."""
+    """Every pattern of one ordered list searched over a text (RE2): those with required
+    literals (`gated`) only where the text holds one (`atoms`: each literal's patterns, one
+    Aho-Corasick pass over the case-folded text), the others in few passes (`sets`: runs of
+    `per_set` patterns, each long one alone). `matching(text)` is the indices of the patterns
+    that match, ascending (so the first is the first rule). A set built from several lists
+    (`parts`: their lengths) also says which list each match is in (`matching_parts`): one
+    search of a text serves all of them."""
 
     def __init__(
         self,
         patterns: list[str] | None = None,
         where: str = "",
         parts: tuple[int, ...] = (),
-        per_set: int = 1 << 30,
+        per_set: int = PATTERNS_PER_SET,
     ) -> None:
         # with `parts`: each pattern's list and its index in that list
         self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
         self.local = tuple(i for size in parts for i in range(size))
         self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
-        chunks: list[tuple[tuple[int, ...], Any]] = []  # (its patterns' indices, RE2::Set)
         patterns = patterns or []
-        for group in _groups(patterns, per_set):
-            regex_set = re2.Set.SearchSet(_SET_OPTIONS)
-            try:
-                for i in group:
-                    regex_set.Add(patterns[i])
-                regex_set.Compile()
-            except re2.error as exc:
-                raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
-            chunks.append((tuple(group), regex_set))
-        self.sets = tuple(chunks)
+        literals = [required_literals(p) for p in patterns]
+        by_literal: dict[str, list[int]] = {}
+        for i, found in enumerate(literals):
+            for literal in found or ():
+                by_literal.setdefault(literal, []).append(i)
+        self.gated = {i: _compiled([patterns[i]], where) for i, f in enumerate(literals) if f}
+        self.atoms: Any = None
+        if by_literal:
+            self.atoms = ahocorasick.Automaton()
+            for literal, indices in by_literal.items():
+                self.atoms.add_word(literal, tuple(indices))
+            self.atoms.make_automaton()
+        others = [i for i, found in enumerate(literals) if not found]
+        self.sets = tuple(
+            (
+                tuple(others[k] for k in group),
+                _compiled([patterns[others[k]] for k in group], where),
+            )
+            for group in _groups([patterns[i] for i in others], per_set)
+        )
 
     def matching(self, text: str | bytes) -> list[int]:
         """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
-        return sorted(
-            [index[i] for index, automaton in self.sets for i in automaton.Match(text) or ()]
-        )
+        hits = [index[i] for index, automaton in self.sets for i in automaton.Match(text) or ()]
+        if self.atoms is not None:
+            folded = (text.decode(errors="replace") if isinstance(text, bytes) else text).casefold()
+            candidates = {i for _, indices in self.atoms.iter(folded) for i in indices}
+            hits += [i for i in candidates if self.gated[i].Match(text)]
+        return sorted(hits)
 
     def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
         """`matching` split by list: each list's matching indices, counted in that list."""
@@ -108,13 +126,23 @@ class PatternSet:
 
 
 def _groups(patterns: list[str], per_set: int) -> list[list[int]]:
-    """Which patterns share an automaton (indices, ascending in each): the long ones (the
-    generated alternations of translated messages) together, the others in runs of at most
-    `per_set`."""
-    long = [i for i, p in enumerate(patterns) if len(p) > LONG_PATTERN]
+    """Which patterns share an automaton (indices, ascending in each): the others in runs of at
+    most `per_set`, then each long one (a generated alternation of translated messages) alone."""
     short = [i for i, p in enumerate(patterns) if len(p) <= LONG_PATTERN]
     runs = [short[k : k + per_set] for k in range(0, len(short), per_set)]
-    return [group for group in (*runs, long) if group]
+    return [*runs, *([i] for i, p in enumerate(patterns) if len(p) > LONG_PATTERN)]
+
+
+def _compiled(patterns: list[str], where: str) -> Any:
+    """One RE2::Set of `patterns` (unanchored search), or a RulesError naming `where`."""
+    regex_set = re2.Set.SearchSet(_SET_OPTIONS)
+    try:
+        for pattern in patterns:
+            regex_set.Add(pattern)
+        regex_set.Compile()
+    except re2.error as exc:
+        raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
+    return regex_set
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""required_literals: the atoms a pattern's every match holds, so a text without them is never
+searched with it (proxy/rules/literals.py)."""
+
+from __future__ import annotations
+
+import pytest
+import re2
+
+from recovery_proxy.rules.literals import required_literals
+from recovery_proxy.rules.load import load_rules
+from tests.corpus import CORPORA, load_corpus
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        ("Traceback \\(most recent call last\\):", {"traceback (most recent call last):"}),
+        ("(?i)No such file", {"no such file"}),
+        ("(?m)^npm (?:ERR!|error) ", {"npm err! ", "npm error "}),
+        ("\\A\\s*(?:fatal|error): \\S", {"fatal: ", "error: "}),
+        ("exit (?:code|status) [1-9]\\d*", {"exit code ", "exit status "}),
+        ("Ab[cC]d", {"abcd"}),  # a small class: its members, folded
+        ("a\\x{a0}:\\x{202f}bc", {"a\xa0:\u202fbc"}),  # RE2's \x{...}
+        ("(?P<tool>\\w+) failed|(?<x>\\w+) panicked", {" failed", " panicked"}),
+        ("(?:abc)+xyzw", {"xyzw"}),  # the longer of two requirements
+    ],
+)
+def test_literals_every_match_holds(pattern: str, literals: set[str]) -> None:
+    assert required_literals(pattern) == literals
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "\\d+",  # no literal at all
+        "(?:error)?:x",  # optional, and ":x" too short
+        "error|\\d+",  # one branch without
+        "\\pL+ failed",  # RE2 syntax Python lacks: searched always
+        "[[:alpha:]]+ failed",
+        "\\Qa.b\\E failed",
+        "E\\d+",  # one letter
+    ],
+)
+def test_no_literals_when_none_is_required_or_the_pattern_is_not_understood(
+    pattern: str,
+) -> None:
+    assert required_literals(pattern) is None
+
+
+def test_case_folding_keeps_every_pair_re2_treats_as_equal() -> None:
+    """Text and literals are compared case-folded: every character RE2's `(?i)` matches for a
+    letter must fold to what that letter folds to (all cased code points below U+20000)."""
+    letters = (chr(c) for c in range(0x20, 0x20000) if not 0xD800 <= c < 0xE000)
+    cased = [c for c in letters if c.casefold() != c or c.lower() != c or c.upper() != c]
+    universe = "".join(cased)
+    for letter in cased:
+        matches = set(re2.compile(f"(?i)\\x{{{ord(letter):x}}}").findall(universe))
+        assert {m.casefold() for m in matches} == {letter.casefold()}, letter
+
+
+def test_every_match_of_the_bundled_rules_holds_one_of_their_literals() -> None:
+    """Over every corpus text: where a rule's pattern matches, one of its literals is in the
+    case-folded text (else the prefilter would drop that match)."""
+    rules = load_rules()
+    matchers = [
+        *rules.unwrap,
+        *rules.not_error,
+        *rules.exit_zero,
+        *rules.error,
+        *rules.reply,
+        *rules.key_line,
+        *rules.markers,
+        *(m for c in rules.categories for m in (*c.matchers, *c.extra)),
+    ]
+    gated = [(m, required_literals(m.regex.pattern)) for m in matchers]
+    gated = [(m, found) for m, found in gated if found]
+    assert len(gated) > 0.8 * len(matchers)
+    texts = [e["content"] for path in CORPORA for e in load_corpus(path)]
+    for text in texts:
+        folded = text.casefold()
+        for matcher, found in gated:
+            if matcher.search(text):
+                assert any(literal in folded for literal in found), (matcher.id, text[:200])
