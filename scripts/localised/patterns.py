@@ -93,3 +93,20 @@ def add_category(by_category: dict[str, list[str]], category: str, fragment: str
     specific = len(split) == 1 or " " in literal or any(ord(c) > 0x2FF for c in literal)
     if specific:
         by_category.setdefault(category, []).append(literal)
+
+
+def drop_ambiguous(by_category: dict[str, list[str]], order: list[str]) -> None:
+    """Leave out a category's words that open a longer message of a category tried after it
+    (`order`: the categories' precedence): a message cut at its first directive (Russian apt's
+    translation of `Failed to fetch %s`, `could not get %s`) is also the head of another
+    message (its `Could not get lock %s`, `could not get the lock on file %s`), and the
+    category tried first would take both."""
+    rank = {c: i for i, c in enumerate(order)}
+    later = [(rank.get(c, len(rank)), f) for c, fragments in by_category.items() for f in fragments]
+    for category, fragments in by_category.items():
+        mine = rank.get(category, len(rank))
+        fragments[:] = [
+            f
+            for f in fragments
+            if not any(r > mine and g != f and g.startswith(f) for r, g in later)
+        ]

@@ -3,13 +3,16 @@ patterns per category."""
 
 from __future__ import annotations
 
-from scripts.localised.catalogs import Catalog, History, translations
+import yaml
+
+from scripts.localised.catalogs import ROOT, Catalog, History, translations
 from scripts.localised.messages import MESSAGES
 from scripts.localised.patterns import (
     SPACES,
     WILDCARD,
     add_category,
     alternation,
+    drop_ambiguous,
     help_pattern,
     to_pattern,
     trim,
@@ -59,6 +62,12 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def category_order() -> list[str]:
+    """The categories in the order they are tried (rules/20-categories.yaml)."""
+    text = (ROOT / "rules" / "20-categories.yaml").read_text(encoding="utf-8")
+    return [c["id"] for c in yaml.safe_load(text)["categories"]]
+
+
 def collect(data: Catalog, past: History) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The fragments of every message, by the kind of rule they go to and by category."""
     by_kind: dict[str, list[str]] = {k: [] for k in KINDS}
@@ -94,6 +103,7 @@ def collect(data: Catalog, past: History) -> tuple[dict[str, list[str]], dict[st
             if kind_here != "category":
                 by_kind[kind_here].append(fragment if kind_here == "line" else trim(fragment))
             add_category(by_category, category, fragment)
+    drop_ambiguous(by_category, category_order())
     return by_kind, by_category
 
 

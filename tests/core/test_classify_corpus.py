@@ -33,6 +33,7 @@ from tests.corpus import (
     HOLDOUT6_UNSEEN,
     HOLDOUT7,
     HOLDOUT7_UNSEEN,
+    HOLDOUT8,
     SPLIT,
     language,
     load_corpus,
@@ -62,7 +63,18 @@ def test_corpus_is_big_and_balanced_enough() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [CORPUS, HOLDOUT, HOLDOUT2, HOLDOUT3, HOLDOUT3_UNSEEN, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7],
+    [
+        CORPUS,
+        HOLDOUT,
+        HOLDOUT2,
+        HOLDOUT3,
+        HOLDOUT3_UNSEEN,
+        HOLDOUT4,
+        HOLDOUT5,
+        HOLDOUT6,
+        HOLDOUT7,
+        HOLDOUT8,
+    ],
     ids=lambda path: path.stem,
 )
 def test_precision_and_recall(rules, path) -> None:

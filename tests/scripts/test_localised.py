@@ -21,7 +21,7 @@ from scripts.localised.catalogs import (
     translations,
 )
 from scripts.localised.messages import MESSAGES
-from scripts.localised.patterns import FORMAT, usage_word
+from scripts.localised.patterns import FORMAT, drop_ambiguous, usage_word
 from scripts.localised.render import render
 
 
@@ -132,6 +132,20 @@ def test_every_translated_message_is_recognised_and_categorised(committed, past)
     # A translation can read like another category's English words; a few may be filed
     # elsewhere, never many.
     assert len(wrong) <= 0.05 * len(examples), wrong
+
+
+def test_words_opening_a_later_categorys_message_are_left_out() -> None:
+    """A message cut at its first directive (`could not get %s`) opens another category's
+    longer one (`could not get lock %s`): kept only where its category is tried later."""
+    found = {
+        "connection_error": ["could not get", "fetch failed"],
+        "conflict": ["could not get lock"],
+    }
+    drop_ambiguous(found, ["connection_error", "conflict"])
+    assert found == {"connection_error": ["fetch failed"], "conflict": ["could not get lock"]}
+    found = {"permission_denied": ["could not get lock on dir"], "conflict": ["could not get lock"]}
+    drop_ambiguous(found, ["permission_denied", "conflict"])
+    assert found["conflict"] == ["could not get lock"]
 
 
 def test_a_diff_report_is_an_answer(committed, past) -> None:
