@@ -34,6 +34,7 @@ from tests.corpus import (
     HOLDOUT7,
     HOLDOUT7_UNSEEN,
     HOLDOUT8,
+    HOLDOUT8_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -222,6 +223,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout6_unseen.yaml`": HOLDOUT6_UNSEEN,
     "| its tuning part (`tool_results_holdout7.yaml`)": HOLDOUT7,
     "| **its unseen part** (`tool_results_holdout7_unseen.yaml`": HOLDOUT7_UNSEEN,
+    "| its tuning part (`tool_results_holdout8.yaml`)": HOLDOUT8,
+    "| **its unseen part** (`tool_results_holdout8_unseen.yaml`": HOLDOUT8_UNSEEN,
 }
 
 
