@@ -15,13 +15,14 @@ treats as equal (checked over every cased code point in tests/rules/test_literal
 
 from __future__ import annotations
 
+import functools
 import re
 import re._constants as sre
 import re._parser as sre_parse
 import warnings
 from typing import Any
 
-MIN_LITERAL = 3  # characters: a shorter atom occurs in nearly every text and gates nothing
+MIN_LITERAL = 3  # UTF-8 bytes: a shorter atom occurs in nearly every text and gates nothing
 MAX_EXACT = 16  # strings: a node matching more (or unknown) ones gives no exact set
 
 _FLAG_GROUP = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)([:)])")
@@ -33,6 +34,7 @@ Info = tuple[frozenset[str] | None, frozenset[str] | None]
 _EMPTY = frozenset([""])
 
 
+@functools.lru_cache(maxsize=4096)  # a reload reads the same patterns again
 def required_literals(pattern: str) -> frozenset[str] | None:
     """Case-folded literals, one of which is in every match of `pattern`; None if unknown."""
     python = _python_syntax(pattern)
@@ -45,7 +47,7 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     except (re.error, ValueError, OverflowError, RecursionError):
         return None
     found = _required(_sequence(tree.data))
-    return found if found and min(map(len, found)) >= MIN_LITERAL else None
+    return found if found and min(len(f.encode()) for f in found) >= MIN_LITERAL else None
 
 
 def _python_syntax(pattern: str) -> str | None:
