@@ -100,13 +100,20 @@ def drop_ambiguous(by_category: dict[str, list[str]], order: list[str]) -> None:
     (`order`: the categories' precedence): a message cut at its first directive (Russian apt's
     translation of `Failed to fetch %s`, `could not get %s`) is also the head of another
     message (its `Could not get lock %s`, `could not get the lock on file %s`), and the
-    category tried first would take both."""
+    category tried first would take both. Words that two categories' messages share as they
+    are (Italian postgres' `la relazione`, the head of `la relazione "%s" esiste già` and of
+    `la relazione "%s" non esiste`) tell neither: both leave them out."""
     rank = {c: i for i, c in enumerate(order)}
     later = [(rank.get(c, len(rank)), f) for c, fragments in by_category.items() for f in fragments]
+    owners: dict[str, set[str]] = {}
+    for category, fragments in by_category.items():
+        for f in fragments:
+            owners.setdefault(f, set()).add(category)
     for category, fragments in by_category.items():
         mine = rank.get(category, len(rank))
         fragments[:] = [
             f
             for f in fragments
-            if not any(r > mine and g != f and g.startswith(f) for r, g in later)
+            if len(owners[f]) == 1
+            and not any(r > mine and g != f and g.startswith(f) for r, g in later)
         ]

@@ -35,6 +35,7 @@ from tests.corpus import (
     HOLDOUT7_UNSEEN,
     HOLDOUT8,
     HOLDOUT8_UNSEEN,
+    HOLDOUT9,
     SPLIT,
     language,
     load_corpus,
@@ -75,6 +76,7 @@ def test_corpus_is_big_and_balanced_enough() -> None:
         HOLDOUT6,
         HOLDOUT7,
         HOLDOUT8,
+        HOLDOUT9,
     ],
     ids=lambda path: path.stem,
 )

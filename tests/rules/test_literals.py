@@ -23,7 +23,10 @@ from tests.corpus import CORPORA, load_corpus
         ("a\\x{a0}:\\x{202f}bc", {"a\xa0:\u202fbc"}),  # RE2's \x{...}
         ("(?P<tool>\\w+) failed|(?<x>\\w+) panicked", {" failed", " panicked"}),
         ("(?:abc)+xyzw", {"xyzw"}),  # the longer of two requirements
-        ("(?m)^(?:冲突|衝突)[（(]", {"冲突（", "冲突(", "衝突（", "衝突("}),  # CJK: 3 bytes a letter
+        (
+            "(?m)^(?:冲突|衝突)[（(]",
+            {"冲突（", "冲突(", "衝突（", "衝突("},
+        ),  # CJK: 3 bytes a letter
     ],
 )
 def test_literals_every_match_holds(pattern: str, literals: set[str]) -> None:
