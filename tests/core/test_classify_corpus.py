@@ -36,6 +36,7 @@ from tests.corpus import (
     HOLDOUT8,
     HOLDOUT8_UNSEEN,
     HOLDOUT9,
+    HOLDOUT9_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -227,6 +228,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout7_unseen.yaml`": HOLDOUT7_UNSEEN,
     "| its tuning part (`tool_results_holdout8.yaml`)": HOLDOUT8,
     "| **its unseen part** (`tool_results_holdout8_unseen.yaml`": HOLDOUT8_UNSEEN,
+    "| its tuning part (`tool_results_holdout9.yaml`)": HOLDOUT9,
+    "| **its unseen part** (`tool_results_holdout9_unseen.yaml`": HOLDOUT9_UNSEEN,
 }
 
 
