@@ -186,8 +186,9 @@ def reference_failure(rules: Rules, tool: str, window: str, body: str, rule: str
 
 def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
     """The RE2 sets, the bytes and the per-tool order are optimisations only: every verdict
-    over every corpus entry (and the rules' own examples, inside wrappers, as Codex JSON,
-    with a wire flag) is what searching the patterns one by one gives."""
+    over every corpus entry and the rules' own examples (a third of them also inside
+    wrappers, as Codex JSON, with a wire flag, past the scan window) is what searching the
+    patterns one by one gives."""
     texts = [(e["tool"], e["content"], e.get("is_error")) for p in CORPORA for e in load_corpus(p)]
     for rule_file in rules.files.values():
         for category in rule_file.categories:
@@ -195,7 +196,7 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
                 ("bash", t, None) for t in category.examples.match + category.examples.no_match
             ]
     assert len(texts) > 700
-    for tool, text, _ in list(texts):
+    for tool, text, _ in texts[::3]:  # every shape on a third of them (time: CI under 20 min)
         texts += [
             (tool, "Command executed.\nOutput:\n" + text, None),
             ("shell", orjson.dumps({"output": text, "metadata": {"exit_code": 1}}).decode(), None),
