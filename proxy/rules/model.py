@@ -31,7 +31,9 @@ _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
 # RE2::Set has no fallback when its DFA runs out of memory (it reports no match). Texts are
 # bounded by the scan window (12 KiB by default) and a DFA adds at most one state per byte,
-# so this budget is far beyond what a window can use; it is only allocated as used.
+# so this budget is far beyond what a window can use; it is a ceiling per automaton (about
+# 400 with the bundled rules, most of one short pattern whose states stay few), allocated
+# only as used: the whole process peaks at 144 MiB after judging every corpus text twice.
 _SET_OPTIONS.max_mem = 256 << 20
 
 
