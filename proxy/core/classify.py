@@ -6,7 +6,7 @@ as UTF-8 bytes (RE2 matches bytes; a `str` would be encoded again for every sear
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,25 +50,12 @@ def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     return window
 
 
-def detect(
-    not_errors: Sequence[int], errors: Sequence[int], body: bytes | None, rules: Rules
-) -> str | None:
-    """The id of the rule that says this result is a failure, or None for success.
-    `not_error` rules see the whole window and win (`not_errors`, `errors`: the rules that
-    match the window); `error` rules see the window, then the body inside a wrapper (None:
-    no wrapper)."""
-    if not_errors:
-        return None
-    if not errors and body is not None:
-        errors = rules.error_set.matching(body)
-    return rules.error[errors[0]].id if errors else None
-
-
 def key_line(body: bytes, rules: Rules) -> str:
     """The line that says what went wrong: first key-line rule that matches (its matching
     groups joined with `: `, a field and its message), else line one."""
-    for i in rules.key_line_set.matching(body)[:1]:  # one pass: the first rule matching
-        match = rules.key_line[i].search(body)
+    first = rules.key_line_set.first(body)
+    if first is not None:
+        match = rules.key_line[first].search(body)
         if match:
             line = b": ".join(g.strip() for g in match.groups() if g) or match.group(0)
             return _clip(line.decode(errors="replace"))
@@ -86,11 +73,11 @@ def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
         (rules.category_set, rules.category_owner),
         (rules.category_extra_set, rules.category_extra_owner),
     ):
-        for text in (line, body):  # one pass each: which categories match at all
-            hits = (owner[i] for i in patterns.matching(text))
-            best = min(hits, key=ranks.__getitem__, default=None)
-            if best is not None and ranks[best] < len(ranks):
-                return rules.categories[best].id
+        rank = _owner_rank(owner, ranks)
+        for text in (line, body):  # searched only until the first category in order is known
+            best = patterns.scan(text).first(rank=rank, limit=len(ranks))
+            if best is not None:
+                return rules.categories[owner[best]].id
     return "unknown"
 
 
@@ -128,24 +115,41 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     if is_error is False:
         rule = reply(window, rules)
         return SUCCESS if rule is None else _failure(tool, window, window, rule, rules)
-    unwraps, not_errors, exit_zeros, errors = rules.detection_set.matching_parts(window)
-    body = unwrap(window, unwraps, rules)
+    detection = rules.detection_set
+    scan = detection.scan(window)
+    not_error_at, exit_zero_at, error_at = detection.starts[1:4]
+    wrappers = scan.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
+    not_error = any(not_error_at <= i < exit_zero_at for i in wrappers)
+    exit_zero = any(i >= exit_zero_at for i in wrappers)
+    body = unwrap(window, [i for i in wrappers if i < not_error_at], rules)
     if is_error:
-        if not_errors or exit_zeros:
+        if not_error or exit_zero:
             return SUCCESS
         rule = "wire-flag"
-    elif exit_zeros and not not_errors:
+    elif exit_zero and not not_error:
         rule = reply(body, rules)
-    else:
-        rule = detect(not_errors, errors, body if body is not window else None, rules)
+    elif not_error:  # `not_error` rules see the whole window and win
+        return SUCCESS
+    else:  # the first `error` rule the window matches, else the output inside a wrapper
+        first = scan.first(start=error_at)
+        if first is not None:
+            first -= error_at
+        elif body is not window:
+            first = rules.error_set.first(body)
+        rule = None if first is None else rules.error[first].id
     return SUCCESS if rule is None else _failure(tool, window, body, rule, rules)
 
 
 def reply(output: bytes, rules: Rules) -> str | None:
     """The id of the first `reply` rule the output matches (an error reply that beats a
     successful exit status), or None."""
-    hits = rules.reply_set.matching(output)
-    return rules.reply[hits[0]].id if hits else None
+    first = rules.reply_set.first(output)
+    return None if first is None else rules.reply[first].id
+
+
+def _owner_rank(owner: tuple[int, ...], ranks: tuple[int, ...]) -> Callable[[int], int]:
+    """A pattern's place in the order tried: its category's rank."""
+    return lambda i: ranks[owner[i]]
 
 
 def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:

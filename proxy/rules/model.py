@@ -6,7 +6,7 @@ built from rule files by proxy/rules/load.py, and a reload builds a new one. A p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -70,9 +70,10 @@ class PatternSet:
     literals (`gated`) only where the text holds one (`atoms`: each literal's patterns, one
     Aho-Corasick pass over the case-folded text), the others in few passes (`sets`: runs of
     `per_set` patterns, each long one alone). `matching(text)` is the indices of the patterns
-    that match, ascending (so the first is the first rule). A set built from several lists
-    (`parts`: their lengths) also says which list each match is in (`matching_parts`): one
-    search of a text serves all of them."""
+    that match, ascending (so the first is the first rule); `scan(text)` answers narrower
+    questions (the first match, the matches in a range) searching no more than they need. A
+    set built from several lists (`parts`: their lengths) keeps where each list starts
+    (`starts`): one scan of a text serves all of them."""
 
     def __init__(
         self,
@@ -81,10 +82,8 @@ class PatternSet:
         parts: tuple[int, ...] = (),
         per_set: int = PATTERNS_PER_SET,
     ) -> None:
-        # with `parts`: each pattern's list and its index in that list
-        self.part = tuple(k for k, size in enumerate(parts) for _ in range(size))
-        self.local = tuple(i for size in parts for i in range(size))
-        self.no_parts: tuple[tuple[int, ...], ...] = ((),) * len(parts)
+        # with `parts`: the index of each list's first pattern, and where the last one ends
+        self.starts = tuple(sum(parts[:k]) for k in range(len(parts) + 1))
         patterns = patterns or []
         literals = [required_literals(p) for p in patterns]
         by_literal: dict[str, list[int]] = {}
@@ -107,24 +106,71 @@ class PatternSet:
             for group in _groups([patterns[i] for i in others], per_set)
         )
 
-    def matching(self, text: str | bytes) -> list[int]:
-        """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
+    def scan(self, text: str | bytes) -> Scan:
+        """`text` searched as far as the cheap part goes: the shared automata searched, the
+        gated patterns whose literals it holds known; those are searched only when asked."""
         hits = [index[i] for index, automaton in self.sets for i in automaton.Match(text) or ()]
+        candidates: list[int] = []
         if self.atoms is not None:
             folded = (text.decode(errors="replace") if isinstance(text, bytes) else text).casefold()
-            candidates = {i for _, indices in self.atoms.iter(folded) for i in indices}
-            hits += [i for i in candidates if self.gated[i].Match(text)]
-        return sorted(hits)
+            candidates = sorted({i for _, indices in self.atoms.iter(folded) for i in indices})
+        return Scan(text, sorted(hits), candidates, self.gated)
 
-    def matching_parts(self, text: str | bytes) -> Sequence[Sequence[int]]:
-        """`matching` split by list: each list's matching indices, counted in that list."""
-        hits = self.matching(text)
-        if not hits:
-            return self.no_parts
-        parts: list[list[int]] = [[] for _ in self.no_parts]
-        for i in hits:
-            parts[self.part[i]].append(self.local[i])
-        return parts
+    def matching(self, text: str | bytes) -> list[int]:
+        """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
+        return self.scan(text).matching()
+
+    def first(self, text: str | bytes) -> int | None:
+        """The first matching pattern (its index), or None; searches only until it is known."""
+        return self.scan(text).first()
+
+
+class Scan:
+    """One text's search by a `PatternSet`: `hits`, the matches in its shared automata (all
+    searched), and `candidates`, the gated patterns whose literals the text holds, each
+    searched only when an answer needs it. Most answers need few: the first failure rule, the
+    first category by the tool's order (production texts are new to RE2, so each gated search
+    costs its states' building: about 1.5 us)."""
+
+    __slots__ = ("text", "hits", "candidates", "gated")
+
+    def __init__(
+        self, text: str | bytes, hits: list[int], candidates: list[int], gated: dict[int, Any]
+    ) -> None:
+        self.text, self.hits, self.candidates, self.gated = text, hits, candidates, gated
+
+    def matching(self, start: int = 0, stop: int | None = None) -> list[int]:
+        """Every matching pattern with an index in [start, stop), ascending."""
+        wanted = range(start, stop if stop is not None else 1 << 62)
+        found = [i for i in self.candidates if i in wanted and self.gated[i].Match(self.text)]
+        return sorted([*(i for i in self.hits if i in wanted), *found])
+
+    def first(
+        self, start: int = 0, rank: Callable[[int], int] | None = None, limit: int = 1 << 62
+    ) -> int | None:
+        """The matching pattern from index `start` on that comes first by `rank` (default: its
+        index; ties by index), leaving out those ranked `limit` or later; None if none.
+        Candidates are searched in that order, only until the answer is known."""
+        key: Callable[[int], Any] = _index if rank is None else lambda i: (rank(i), i)
+        if rank is None:
+            hits = [i for i in self.hits if i >= start]
+            candidates = [i for i in self.candidates if i >= start]
+        else:
+            hits = [i for i in self.hits if i >= start and rank(i) < limit]
+            candidates = sorted(
+                (i for i in self.candidates if i >= start and rank(i) < limit), key=key
+            )
+        best = min(hits, key=key, default=None)
+        for i in candidates:
+            if best is not None and key(i) > key(best):
+                break
+            if self.gated[i].Match(self.text):
+                return i
+        return best
+
+
+def _index(i: int) -> int:
+    return i
 
 
 def _groups(patterns: list[str], per_set: int) -> list[list[int]]:

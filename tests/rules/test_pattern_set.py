@@ -26,15 +26,43 @@ def test_case_insensitive_patterns_match_any_case_of_their_literals() -> None:
     assert regex_set.matching("Exact") == [2]
 
 
-def test_parts_are_counted_in_their_own_list() -> None:
+def test_parts_keep_where_each_list_starts() -> None:
     regex_set = PatternSet(["a", "b", "ccc", "d", "eee"], "test", parts=(1, 2, 2), per_set=2)
-    assert regex_set.matching_parts(b"a ccc eee") == [[0], [1], [1]]
-    assert regex_set.matching_parts(b"zzz") == ((), (), ())
+    assert regex_set.starts == (0, 1, 3, 5)
+    assert regex_set.scan(b"a ccc eee").matching(start=1, stop=3) == [2]
+    assert regex_set.scan(b"zzz").matching() == []
+
+
+def test_a_scan_searches_gated_patterns_only_until_the_answer_is_known() -> None:
+    patterns = ["alpha", "beta", "gamma", "delta", r"\d+"]  # the last has no literal: shared
+    regex_set = PatternSet(patterns, "test")
+    scan = regex_set.scan(b"gamma beta 7 alpha")
+    assert scan.candidates == [0, 1, 2] and scan.hits == [4]
+    searched: list[int] = []
+    gated = dict(scan.gated)
+    scan.gated = {i: _Counted(i, m, searched) for i, m in gated.items()}
+    assert scan.first() == 0 and searched == [0]
+    assert scan.first(start=1, rank=lambda i: -i) == 4 and searched == [0]  # shared ranks first
+    ranks = {2: 0, 4: 1}.get  # 1 and 3 ranked 5: left out below, never searched
+    assert scan.first(start=1, rank=lambda i: ranks(i, 5), limit=5) == 2 and searched == [0, 2]
+    assert scan.first(rank=lambda i: 9, limit=9) is None
+    assert regex_set.first(b"nothing") is None and regex_set.first(b"beta delta") == 1
+
+
+class _Counted:
+    """A gated automaton that notes each search."""
+
+    def __init__(self, index: int, automaton: object, searched: list[int]) -> None:
+        self.index, self.automaton, self.searched = index, automaton, searched
+
+    def Match(self, text: bytes) -> object:  # noqa: N802 (RE2's name)
+        self.searched.append(self.index)
+        return self.automaton.Match(text)  # type: ignore[attr-defined]
 
 
 def test_an_empty_list_matches_nothing() -> None:
     assert PatternSet([], "test").matching(b"anything") == []
-    assert PatternSet(None, "test", parts=(0, 0)).matching_parts(b"x") == ((), ())
+    assert PatternSet(None, "test", parts=(0, 0)).scan(b"x").matching() == []
 
 
 def test_every_pattern_answers_as_searched_alone() -> None:
