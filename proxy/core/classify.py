@@ -75,7 +75,7 @@ def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
     ):
         rank = _owner_rank(owner, ranks)
         for text in (line, body):  # searched only until the first category in order is known
-            best = patterns.scan(text).first(rank=rank, limit=len(ranks))
+            best = patterns.search(text).first(rank=rank, limit=len(ranks))
             if best is not None:
                 return rules.categories[owner[best]].id
     return "unknown"
@@ -116,9 +116,9 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
         rule = reply(window, rules)
         return SUCCESS if rule is None else _failure(tool, window, window, rule, rules)
     detection = rules.detection_set
-    scan = detection.scan(window)
+    found = detection.search(window)
     not_error_at, exit_zero_at, error_at = detection.starts[1:4]
-    wrappers = scan.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
+    wrappers = found.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
     not_error = any(not_error_at <= i < exit_zero_at for i in wrappers)
     exit_zero = any(i >= exit_zero_at for i in wrappers)
     body = unwrap(window, [i for i in wrappers if i < not_error_at], rules)
@@ -131,7 +131,7 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
     elif not_error:  # `not_error` rules see the whole window and win
         return SUCCESS
     else:  # the first `error` rule the window matches, else the output inside a wrapper
-        first = scan.first(start=error_at)
+        first = found.first(start=error_at)
         if first is not None:
             first -= error_at
         elif body is not window:

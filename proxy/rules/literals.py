@@ -37,17 +37,45 @@ _EMPTY = frozenset([""])
 @functools.lru_cache(maxsize=4096)  # a reload reads the same patterns again
 def required_literals(pattern: str) -> frozenset[str] | None:
     """Case-folded literals, one of which is in every match of `pattern`; None if unknown."""
+    tree = _parsed(pattern)
+    if tree is None:
+        return None
+    found = _required(_sequence(tree.data))
+    return found if found and min(len(f.encode()) for f in found) >= MIN_LITERAL else None
+
+
+@functools.lru_cache(maxsize=4096)
+def anchored_at_start(pattern: str) -> bool:
+    """Whether every match of `pattern` starts where the text does (`\\A` opens each of its
+    alternatives): such a pattern need not be searched past its first bytes."""
+    tree = _parsed(pattern)
+    return tree is not None and _starts_at_start(tree.data)
+
+
+def _parsed(pattern: str) -> Any:
+    """`pattern` parsed by Python's own parser (as far as literals go), or None."""
     python = _python_syntax(pattern)
     if python is None:
         return None
     try:
         with warnings.catch_warnings():  # "possible nested set" and the like
             warnings.simplefilter("ignore")
-            tree = sre_parse.parse(python)
+            return sre_parse.parse(python)
     except (re.error, ValueError, OverflowError, RecursionError):
         return None
-    found = _required(_sequence(tree.data))
-    return found if found and min(len(f.encode()) for f in found) >= MIN_LITERAL else None
+
+
+def _starts_at_start(items: Any) -> bool:
+    if not items:
+        return False
+    op, arg = items[0]
+    if op is sre.AT:
+        return arg is sre.AT_BEGINNING_STRING
+    if op is sre.SUBPATTERN:
+        return _starts_at_start(arg[-1])
+    if op is sre.BRANCH:
+        return all(_starts_at_start(branch) for branch in arg[1])
+    return False
 
 
 def _python_syntax(pattern: str) -> str | None:
@@ -167,3 +195,111 @@ def _best(options: list[frozenset[str] | None]) -> frozenset[str] | None:
     """The most selective requirement: its shortest literal longest, then the fewest."""
     usable = [found for found in options if found and "" not in found]
     return max(usable, key=lambda found: (min(map(len, found)), -len(found)), default=None)
+
+
+_STANDALONE_FLAGS = re.compile(r"\(\?[imsU]*(?:-[imsU]*)?\)")  # `(?m)`: to the group's end
+_OPENER = re.compile(r"\((?:\?(?:[imsU]*(?:-[imsU]*)?:|P?<\w+>))?")
+
+
+@functools.lru_cache(maxsize=4096)
+def alternatives(pattern: str) -> tuple[str, tuple[str, ...], str] | None:
+    """`pattern` as `prefix`, alternatives and `suffix` such that `prefix + "|".join(some) +
+    suffix` matches what those alternatives of `pattern` match: its top-level alternatives
+    (each wrapped with the flags in force where it starts), else those of the group with the
+    most (not quantified, no flags set inside). None when there are none to split, or the
+    pattern is not understood."""
+    level = _level(pattern, 0, len(pattern))
+    if level is None:
+        return None
+    bars, flags, groups = level
+    if bars:
+        starts, ends = [0, *(b + 1 for b in bars)], [*bars, len(pattern)]
+        return (
+            "",
+            tuple(
+                f"(?:{''.join(pattern[a:b] for a, b in flags if b <= start)}{pattern[start:end]})"
+                for start, end in zip(starts, ends, strict=True)
+            ),
+            "",
+        )
+    best: tuple[int, int, list[int]] | None = None
+    for body, close in groups:
+        inner = _level(pattern, body, close)
+        if inner is None or inner[1] or pattern[close + 1 : close + 2] in ("?", "*", "+", "{"):
+            continue
+        if inner[0] and (best is None or len(inner[0]) > len(best[2])):
+            best = (body, close, inner[0])
+    if best is None:
+        return None
+    body, close, bars = best
+    starts, ends = [body, *(b + 1 for b in bars)], [*bars, close]
+    branches = tuple(pattern[start:end] for start, end in zip(starts, ends, strict=True))
+    return pattern[:body], branches, pattern[close:]
+
+
+def _level(
+    pattern: str, start: int, end: int
+) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """At the nesting level of `pattern[start:end]`: where its `|` are, its standalone flag
+    groups (spans) and its groups (where each body starts, where it closes); None if not
+    understood (unbalanced, `\\Q`)."""
+    bars: list[int] = []
+    flags: list[tuple[int, int]] = []
+    groups: list[tuple[int, int]] = []
+    i, depth, body = start, 0, 0
+    while i < end:
+        char = pattern[i]
+        if char == "\\":
+            if pattern[i + 1 : i + 2] == "Q":
+                return None
+            i += 2
+            continue
+        if char == "[":
+            after = _class_end(pattern, i)
+            if after is None:
+                return None
+            i = after
+            continue
+        if char == "(":
+            standalone = _STANDALONE_FLAGS.match(pattern, i)
+            if standalone:
+                if depth == 0:
+                    flags.append(standalone.span())
+                i = standalone.end()
+                continue
+            if depth == 0:
+                opener = _OPENER.match(pattern, i)
+                body = opener.end() if opener else i + 1
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0:
+                groups.append((body, i))
+        elif char == "|" and depth == 0:
+            bars.append(i)
+        i += 1
+    return (bars, flags, groups) if depth == 0 else None
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    """Where the character class opening at `pattern[i]` ends (the index after its `]`)."""
+    i += 1
+    if pattern[i : i + 1] == "^":
+        i += 1
+    if pattern[i : i + 1] == "]":  # a leading `]` is a member
+        i += 1
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+        elif pattern.startswith("[:", i):
+            close = pattern.find(":]", i + 2)
+            if close < 0:
+                return None
+            i = close + 2
+        elif pattern[i] == "]":
+            return i + 1
+        else:
+            i += 1
+    return None

@@ -3,11 +3,14 @@ searched with it (proxy/rules/literals.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import re2
 
 from recovery_proxy.rules.literals import required_literals
 from recovery_proxy.rules.load import load_rules
+from recovery_proxy.rules.pattern_set import pieces
 from tests.corpus import CORPORA, load_corpus
 
 
@@ -63,8 +66,9 @@ def test_case_folding_keeps_every_pair_re2_treats_as_equal() -> None:
 
 
 def test_every_match_of_the_bundled_rules_holds_one_of_their_literals() -> None:
-    """Over every corpus text: where a rule's pattern matches, one of its literals is in the
-    case-folded text (else the prefilter would drop that match)."""
+    """Over every corpus text: where a rule's pattern, or a piece `PatternSet` cuts it into,
+    matches, one of its literals is in the case-folded text (else the prefilter would drop
+    that match); and the pieces match together where the pattern does."""
     rules = load_rules()
     matchers = [
         *rules.unwrap,
@@ -79,9 +83,29 @@ def test_every_match_of_the_bundled_rules_holds_one_of_their_literals() -> None:
     gated = [(m, required_literals(m.regex.pattern)) for m in matchers]
     gated = [(m, found) for m, found in gated if found]
     assert len(gated) > 0.8 * len(matchers)
+    cut = [(m, pieces(m.regex.pattern)) for m in matchers]
+    cut = [(m, p, _one_set(p)) for m, p in cut if len(p) > 1]
+    assert len(cut) > 20
     texts = [e["content"] for path in CORPORA for e in load_corpus(path)]
     for text in texts:
         folded = text.casefold()
         for matcher, found in gated:
             if matcher.search(text):
                 assert any(literal in folded for literal in found), (matcher.id, text[:200])
+        for matcher, parts, regex_set in cut:  # each piece's matches, in one pass
+            hits = regex_set.Match(text.encode()) or []
+            assert bool(hits) == bool(matcher.search(text)), (matcher.id, text[:200])
+            for i in hits:
+                literals = required_literals(parts[i])
+                assert literals is None or any(x in folded for x in literals), (matcher.id, i)
+
+
+def _one_set(patterns: tuple[str, ...]) -> Any:
+    """An RE2 set of `patterns`, with room for the long ones' automaton."""
+    options = re2.Options()
+    options.max_mem = 256 << 20
+    regex_set = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        regex_set.Add(pattern)
+    regex_set.Compile()
+    return regex_set
