@@ -21,13 +21,13 @@ from pydantic import BaseModel, ValidationError
 from recovery_proxy.rules.model import (
     Category,
     Matcher,
-    PatternSet,
     Rules,
     RulesError,
     Templates,
     compile_pattern,
 )
 from recovery_proxy.rules.overlay import overlay
+from recovery_proxy.rules.pattern_set import PatternSet
 from recovery_proxy.rules.schema import (
     TEMPLATE_NAMES,
     ErrorHints,

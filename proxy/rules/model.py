@@ -1,7 +1,8 @@
-"""The active rule set, compiled: `Rules` and its parts (`Category`, `Matcher`, `PatternSet`),
-every pattern compiled once with RE2 (linear time, safe on untrusted text). Immutable: it is
-built from rule files by proxy/rules/load.py, and a reload builds a new one. A problem is a
-`RulesError` naming the file, the rule id and what is wrong.
+"""The active rule set, compiled: `Rules` and its parts (`Category`, `Matcher`, and the
+`PatternSet`s of proxy/rules/pattern_set.py), every pattern compiled once with RE2 (linear time,
+safe on untrusted text). Immutable: it is built from rule files by proxy/rules/load.py, and a
+reload builds a new one. A problem is a `RulesError` naming the file, the rule id and what is
+wrong.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from typing import Any
 import ahocorasick_rs
 import re2
 
+from recovery_proxy.rules.alternatives import alternatives
 from recovery_proxy.rules.errors import RulesError
-from recovery_proxy.rules.literals import alternatives, anchored_at_start, required_literals
+from recovery_proxy.rules.literals import anchored_at_start, required_literals
 
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False

@@ -8,7 +8,7 @@ from hashlib import md5
 import pytest
 import re2
 
-from recovery_proxy.rules.literals import alternatives
+from recovery_proxy.rules.alternatives import alternatives
 from recovery_proxy.rules.pattern_set import LONG_PATTERN, PatternSet, pieces
 
 
