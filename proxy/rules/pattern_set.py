@@ -26,9 +26,9 @@ _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.log_errors = False
 # RE2::Set has no fallback when its DFA runs out of memory (it reports no match). Texts are
 # bounded by the scan window (12 KiB by default) and a DFA adds at most one state per byte,
-# so this budget is far beyond what a window can use; it is a ceiling per automaton (about
-# 500 with the bundled rules, most of one short pattern whose states stay few), allocated
-# only as used: the whole process peaks at 144 MiB after judging every corpus text twice.
+# so this budget is far beyond what a window can use; it is a ceiling per automaton (523
+# with the bundled rules, most of one short piece whose states stay few), allocated only as
+# used: the whole process peaks at 120 MiB after judging every corpus text twice.
 _SET_OPTIONS.max_mem = 256 << 20
 
 LONG_PATTERN = 2000  # characters: a longer piece (of a generated alternation) is searched alone
@@ -162,7 +162,7 @@ def _index(i: int) -> int:
 def pieces(pattern: str) -> tuple[str, ...]:
     """`pattern` as the pieces searched apart, which together match what it matches: itself
     when it has required literals and is short; else its alternatives
-    (`literals.alternatives`) in runs of at most `LONG_PATTERN` characters, each with required
+    (`alternatives.alternatives`) in runs of at most `LONG_PATTERN` characters, each with required
     literals, and those that have none in one more."""
     if len(pattern) <= LONG_PATTERN and required_literals(pattern):
         return (pattern,)

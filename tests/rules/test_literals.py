@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import re2
 
-from recovery_proxy.rules.literals import required_literals
+from recovery_proxy.rules.literals import anchored_at_start, required_literals
 from recovery_proxy.rules.load import load_rules
 from recovery_proxy.rules.pattern_set import pieces
 from tests.corpus import CORPORA, load_corpus
@@ -109,3 +109,21 @@ def _one_set(patterns: tuple[str, ...]) -> Any:
         regex_set.Add(pattern)
     regex_set.Compile()
     return regex_set
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchored"),
+    [
+        ("\\A\\s*error", True),
+        ("\\Aa|\\Ab", True),
+        ("(?:\\A(?:a|b)|\\Ac)d", True),
+        ("(?m)\\A(?:Exit code \\d+\\n)?x", True),
+        ("\\Aa|b", False),  # one alternative may match anywhere
+        ("(?m)^x", False),  # the start of any line
+        ("^x", False),  # RE2's text start, but read as a line start: never assumed
+        ("x\\A", False),
+        ("\\pL\\A", False),  # not understood
+    ],
+)
+def test_anchored_at_start(pattern: str, anchored: bool) -> None:
+    assert anchored_at_start(pattern) is anchored
