@@ -3,6 +3,7 @@ ordered list, exactly as searching them one by one."""
 
 from __future__ import annotations
 
+import random
 from hashlib import md5
 
 import pytest
@@ -124,3 +125,46 @@ def test_every_pattern_answers_as_searched_alone() -> None:
     for text in texts:
         alone = [i for i, p in enumerate(patterns) if re2.search(p, text)]
         assert regex_set.matching(text) == alone, text
+
+
+_ATOMS = ["a", "b", "ab", "A", r"\d", "[ab]", "[|)]", r"\|", r"\(", "x", r"\n", "^", "$", r"\A"]
+_ATOMS += [r"\z", r"\b", "[^a]", "[[:alpha:]]", "abc", "ERR", "fail"]
+
+
+def _random_pattern(rng: random.Random, depth: int = 0) -> str:
+    """A random RE2 pattern of literals, classes, anchors, flags and (quantified) groups."""
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.15 and depth < 3:
+            inner = "|".join(_random_pattern(rng, depth + 1) for _ in range(rng.randint(1, 4)))
+            opener = rng.choice(["(?:", "(", "(?i:"])
+            parts.append(opener + inner + ")" + rng.choice(["", "", "?", "*", "+", "{2}"]))
+        elif roll < 0.22:
+            parts.append(rng.choice(["(?i)", "(?m)", "(?s)", "(?-i)", "(?im)"]))
+        else:
+            parts.append(rng.choice(_ATOMS) + rng.choice(["", "", "", "?", "*", "+"]))
+    return "".join(parts)
+
+
+def test_random_patterns_cut_into_pieces_match_where_they_do() -> None:
+    """Fuzzed: top-level alternations and a group's alternatives, cut, match the same texts."""
+    rng = random.Random(7)
+    letters = ["a", "b", "A", "B", "x", "\n", "|", ")", "(", "1", "ERR", "fail", "abc", " "]
+    texts = ["".join(rng.choice(letters) for _ in range(rng.randint(0, 12))) for _ in range(200)]
+    cut = 0
+    for n in range(1200):
+        if n % 2:
+            pattern = "|".join(_random_pattern(rng) for _ in range(rng.randint(1, 4)))
+        else:
+            group = "|".join(_random_pattern(rng, 2) for _ in range(3))
+            pattern = f"{_random_pattern(rng)}(?:{group}){_random_pattern(rng, 3)}"
+        try:
+            whole = re2.compile(pattern)
+        except re2.error:
+            continue
+        parts = [re2.compile(p) for p in pieces(pattern)]
+        cut += len(parts) > 1
+        for text in texts:
+            assert bool(whole.search(text)) == any(p.search(text) for p in parts), (pattern, text)
+    assert cut > 250  # patterns actually cut, each checked on every text
