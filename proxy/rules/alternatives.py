@@ -9,14 +9,12 @@ alternative carries the flags set before it; a quantified group is never cut.
 
 from __future__ import annotations
 
-import functools
 import re
 
 _STANDALONE_FLAGS = re.compile(r"\(\?[imsU]*(?:-[imsU]*)?\)")  # `(?m)`: to the group's end
 _OPENER = re.compile(r"\((?:\?(?:[imsU]*(?:-[imsU]*)?:|P?<\w+>))?")
 
 
-@functools.lru_cache(maxsize=4096)
 def alternatives(pattern: str) -> tuple[str, tuple[str, ...], str] | None:
     """`pattern` as `prefix`, alternatives and `suffix` such that `prefix + "|".join(some) +
     suffix` matches what those alternatives of `pattern` match: its top-level alternatives

@@ -3,14 +3,12 @@ searched with it (proxy/rules/literals.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import re2
 
 from recovery_proxy.rules.literals import anchored_at_start, required_literals
 from recovery_proxy.rules.load import load_rules
-from recovery_proxy.rules.pattern_set import pieces
+from recovery_proxy.rules.pattern_set import _compiled, pieces
 from tests.corpus import CORPORA, load_corpus
 
 
@@ -84,7 +82,7 @@ def test_every_match_of_the_bundled_rules_holds_one_of_their_literals() -> None:
     gated = [(m, found) for m, found in gated if found]
     assert len(gated) > 0.8 * len(matchers)
     cut = [(m, pieces(m.regex.pattern)) for m in matchers]
-    cut = [(m, p, _one_set(p)) for m, p in cut if len(p) > 1]
+    cut = [(m, p, _compiled(list(p), m.id)) for m, p in cut if len(p) > 1]  # one pass each
     assert len(cut) > 20
     texts = [e["content"] for path in CORPORA for e in load_corpus(path)]
     for text in texts:
@@ -98,17 +96,6 @@ def test_every_match_of_the_bundled_rules_holds_one_of_their_literals() -> None:
             for i in hits:
                 literals = required_literals(parts[i])
                 assert literals is None or any(x in folded for x in literals), (matcher.id, i)
-
-
-def _one_set(patterns: tuple[str, ...]) -> Any:
-    """An RE2 set of `patterns`, with room for the long ones' automaton."""
-    options = re2.Options()
-    options.max_mem = 256 << 20
-    regex_set = re2.Set.SearchSet(options)
-    for pattern in patterns:
-        regex_set.Add(pattern)
-    regex_set.Compile()
-    return regex_set
 
 
 @pytest.mark.parametrize(
