@@ -16,9 +16,11 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
     compiled: dict[tuple[str, str], Matcher] = {
         **{
             ("detection", m.id): m
-            for m in (*rules.not_error, *rules.exit_zero, *rules.error, *rules.reply)
+            for part in (rules.not_error, rules.exit_zero, rules.error, rules.reply, rules.answers)
+            for m in part
         },
         **{("unwrap", m.id): m for m in rules.unwrap},
+        **{("trailer", m.id): m for m in rules.trailer},
         **{("marker", m.id): m for m in rules.markers},
     }
     ran = 0
@@ -26,6 +28,8 @@ def example_failures(rules: Rules) -> tuple[int, list[str]]:
     for name, rule_file in rules.files.items():
         pattern_rules: list[tuple[str, PatternRule]] = [
             *(("unwrap", r) for r in rule_file.detection.unwrap),
+            *(("trailer", r) for r in rule_file.detection.trailer),
+            *(("detection", r) for r in rule_file.detection.answers),
             *(("detection", r) for r in rule_file.detection.not_error),
             *(("detection", r) for r in rule_file.detection.exit_zero),
             *(("detection", r) for r in rule_file.detection.error),

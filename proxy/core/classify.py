@@ -11,10 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import re2
 
 from recovery_proxy.rules.model import Rules
 
 KEY_LINE_MAX = 200
+COMMAND_MAX = 2000  # characters of a command line that `answers` rules read
+_SHELLS = frozenset(
+    ("bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "powershell.exe", "cmd")
+)
+_CD_STEPS = re2.compile(r"\A(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,18 +109,24 @@ def codex_json_exec(text: str) -> str | None:
     return f"Exit code: {code}\nWall time: {seconds} seconds\nOutput:\n{output}"
 
 
-def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+def classify(
+    rules: Rules, tool: str, text: str, is_error: bool | None = None, command: str = ""
+) -> Verdict:
     """Judge one tool result. `is_error: true` (Claude Code: a non-zero exit) decides, unless a
     `not_error` rule says that outcome is an answer (diff's exit 1 on differences,
     `systemctl status` of a stopped unit). A successful exit status (`is_error: false`, an
     `exit_zero` wrapper) decides too, unless the output is an error `reply` (an HTTP error
     body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
-    Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
+    A failure is an answer after all when an `answers` rule matches the call's `command`
+    (`command_line`) and its output: `grep -c` counting 0, `systemctl is-active` saying
+    `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     window = scan_window(codex_json_exec(text) or text, rules).encode()
     rule: str | None
     if is_error is False:
         rule = reply(window, rules)
-        return SUCCESS if rule is None else _failure(tool, window, window, rule, rules)
+        if rule is None or answered(command, window, rules):
+            return SUCCESS
+        return _failure(tool, window, window, rule, rules)
     detection = rules.detection_set
     found = detection.search(window)
     not_error_at, exit_zero_at, error_at = detection.starts[1:4]
@@ -137,7 +149,38 @@ def classify(rules: Rules, tool: str, text: str, is_error: bool | None = None) -
         elif body is not window:
             first = rules.error_set.first(body)
         rule = None if first is None else rules.error[first].id
-    return SUCCESS if rule is None else _failure(tool, window, body, rule, rules)
+    if rule is None or answered(command, body, rules):
+        return SUCCESS
+    return _failure(tool, window, body, rule, rules)
+
+
+def command_line(arguments: dict[str, Any], rules: Rules) -> str:
+    """The call's command line, on one line: the first of the rules' `command_keys` in its
+    arguments, a string or an argv list (`["bash", "-lc", SCRIPT]` gives the script), without
+    leading `cd DIR &&` steps (they do not change what the command answers); "" if none."""
+    for key in rules.command_keys:
+        value = arguments.get(key)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            shell = value[0].replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".exe")
+            wrapped = len(value) >= 3 and shell in _SHELLS and value[1][:1] in ("-", "/")
+            value = " ".join(value[2:] if wrapped else value)
+        if isinstance(value, str) and value.strip():
+            line = " ".join(value[:COMMAND_MAX].split())
+            steps = _CD_STEPS.match(line)
+            return line[steps.end() :] if steps else line
+    return ""
+
+
+def answered(command: str, output: bytes, rules: Rules) -> bool:
+    """Whether an `answers` rule matches `$ COMMAND`, a newline, and the output without its
+    trailing wrapper lines (`trailer`): the non-zero exit or error reply is the answer."""
+    if not command or not rules.answers:
+        return False
+    for trailer in rules.trailer:
+        match = trailer.search(output)
+        if match and match.end() == len(output):
+            output = output[: match.start()]
+    return rules.answer_set.first(b"$ " + command.encode() + b"\n" + output) is not None
 
 
 def reply(output: bytes, rules: Rules) -> str | None:

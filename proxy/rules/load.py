@@ -167,8 +167,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     seen: dict[str, str] = {}
     for name, rule_file in files.items():
         d = rule_file.detection
-        ids = [r.id for r in (*d.not_error, *d.exit_zero, *d.error, *d.reply)]
+        ids = [r.id for r in (*d.not_error, *d.exit_zero, *d.error, *d.reply, *d.answers)]
         ids += [f"unwrap:{r.id}" for r in d.unwrap]
+        ids += [f"trailer:{r.id}" for r in d.trailer]
         ids += [f"key_line:{r.id}" for r in d.key_line]
         ids += [f"marker:{r.id}" for r in rule_file.compaction.markers]
         ids += [f"category:{c.id}" for c in rule_file.categories]
@@ -181,6 +182,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         return [(name, getattr(f, attr)) for name, f in files.items()]
 
     unwrap: list[Matcher] = []
+    trailer: list[Matcher] = []
+    answers: list[Matcher] = []
+    command_keys: list[str] = []
     not_error: list[Matcher] = []
     exit_zero: list[Matcher] = []
     error: list[Matcher] = []
@@ -194,6 +198,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     for name, rule_file in files.items():
         d = rule_file.detection
         unwrap += _matchers(d.unwrap, name)
+        trailer += _matchers(d.trailer, name)
+        answers += _matchers(d.answers, name)
+        command_keys += [k for k in d.command_keys if k not in command_keys]
         not_error += _matchers(d.not_error, name)
         exit_zero += _matchers(d.exit_zero, name)
         error += _matchers(d.error, name)
@@ -253,6 +260,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         source=source,
         scan=_merge_dicts((f for _, f in each("scan")), Scan),
         unwrap=tuple(unwrap),
+        trailer=tuple(trailer),
+        answers=tuple(answers),
+        command_keys=tuple(command_keys),
         not_error=tuple(not_error),
         error=tuple(error),
         exit_zero=tuple(exit_zero),
@@ -277,6 +287,7 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         ),
         error_set=_pattern_set(error, "detection.error"),
         reply_set=_pattern_set(reply, "detection.reply"),
+        answer_set=_pattern_set(answers, "detection.answers"),
         key_line_set=_pattern_set(key_line, "detection.key_line"),
         category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),

@@ -129,6 +129,11 @@ class Rules:
     sessions: Sessions
     exit_zero: tuple[Matcher, ...] = ()  # wrappers reporting exit 0: success unless a reply
     reply: tuple[Matcher, ...] = ()  # error replies: failures whatever the exit status says
+    # Answers by command (`$ COMMAND\nOUTPUT`): successes whatever the exit status says; the
+    # output without its wrapper (`unwrap`) and trailing lines (`trailer`, e.g. Gemini CLI's).
+    answers: tuple[Matcher, ...] = ()
+    trailer: tuple[Matcher, ...] = ()
+    command_keys: tuple[str, ...] = ()  # the call's arguments that hold its command line
     # Steer the provider's own summariser (issue 25): the ledger in compaction instructions.
     steer_provider: bool = True
     provider_instructions: str = ""
@@ -136,10 +141,12 @@ class Rules:
     # The same patterns as `PatternSet`s (proxy/core/classify.py); built by `rules_load.build`.
     # `detection_set`: unwrap, not_error, exit_zero and error in one set (its four parts), one
     # search of the window; `error_set` again alone for the output inside a wrapper;
-    # `reply_set` only where the exit status says success.
+    # `reply_set` only where the exit status says success; `answer_set` only for a failure
+    # whose call has a command line.
     detection_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     error_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     reply_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
+    answer_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     key_line_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)

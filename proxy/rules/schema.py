@@ -68,9 +68,16 @@ class Detection(Strict):
     errors), `exit_zero` (a wrapper reporting a successful exit: a success unless the output
     is an error `reply`), `error`, `reply` (outputs that are an error reply, an HTTP error
     body or page or a client's error: failures even when the exit status says success, by
-    `is_error: false` or an `exit_zero` wrapper) and `key_line`."""
+    `is_error: false` or an `exit_zero` wrapper), `key_line`; and `answers`: patterns on
+    `$ COMMAND` (the call's command line, from the first of `command_keys` in its arguments)
+    then the output inside its wrappers (`unwrap` before, `trailer` after): a match is the
+    command's answer (grep -c counting 0, systemctl is-active saying inactive), not a failure,
+    whatever the exit status."""
 
+    command_keys: list[str] = []
     unwrap: list[PatternRule] = []
+    trailer: list[PatternRule] = []
+    answers: list[PatternRule] = []
     not_error: list[PatternRule] = []
     exit_zero: list[PatternRule] = []
     error: list[PatternRule] = []

@@ -9,6 +9,7 @@ from recovery_proxy.core.classify import (
     arguments_label,
     call_identity,
     classify,
+    command_line,
     scan_window,
     target_of,
 )
@@ -279,3 +280,66 @@ def test_key_line_is_argparse_error_not_its_usage_line(rules) -> None:
     assert verdict.key_line.startswith("logctl: error: argument --level: invalid choice")
     hints = rules.category(verdict.category).hints_for("bash", verdict.key_line)
     assert hints[0] == "Use exactly one of the values the error lists, spelled as listed"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"command": "grep -c ERROR logs/app.log"}, "grep -c ERROR logs/app.log"),
+        ({"command": ["bash", "-lc", "grep -c ERROR app.log"]}, "grep -c ERROR app.log"),  # Codex
+        ({"command": ["/bin/zsh", "-c", "which   terraform"]}, "which terraform"),
+        ({"command": ["cmd.exe", "/c", "where", "node"]}, "where node"),
+        ({"command": ["git", "diff", "--exit-code"]}, "git diff --exit-code"),  # an argv
+        ({"cmd": "cd /srv/app && cd api; systemctl is-active api"}, "systemctl is-active api"),
+        ({"command": "cat <<'EOF' > a.txt\nx\nEOF"}, "cat <<'EOF' > a.txt x EOF"),  # one line
+        ({"command": ["bash", 7]}, ""),  # not an argv of strings
+        ({"path": "README.md"}, ""),
+        ({"command": "   "}, ""),
+    ],
+)
+def test_command_line_is_the_calls_command_on_one_line(rules, arguments, expected) -> None:
+    assert command_line(arguments, rules) == expected
+
+
+def test_command_line_is_bounded(rules) -> None:
+    assert len(command_line({"command": "echo " + "x" * 100_000}, rules)) <= 2000
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "flag"),
+    [
+        ("grep -rc TODO src", "Exit code 1\nsrc/a.py:0\nsrc/b.py:0", True),  # Claude Code
+        (
+            "grep -c ERROR a.log b.log",
+            "Exit code: 1\nWall time: 0.1 s\nOutput:\na.log:0\nb.log:0",
+            None,
+        ),
+        ("systemctl is-active api", "inactive\n[The command completed with exit code 3.]", None),
+        (
+            "which terraform",
+            "Command: which terraform\nDirectory: (root)\nOutput: terraform not found\n"
+            "Error: (none)\nExit Code: 1\nSignal: (none)",  # Gemini CLI, its trailer cut
+            None,
+        ),
+        ("npm ls left-pad", "Exit code 1\nshop@1.0.0 /srv/shop\n└── (empty)", True),
+        ("crontab -l", "Exit code: 1\nWall time: 0 seconds\nOutput:\nno crontab for deploy", None),
+    ],
+)
+def test_the_commands_answer_is_not_a_failure(rules, command, output, flag) -> None:
+    """A non-zero exit that is what the command answers (no match counted, a unit that is
+    not active, a program not on PATH): a success once the call's command is known."""
+    assert classify(rules, "Bash", output, flag, command) == classify(rules, "Bash", "ok")
+    assert classify(rules, "Bash", output, flag).error  # without the command: a failure
+
+
+@pytest.mark.parametrize(
+    ("command", "output"),
+    [
+        ("grep -c ERROR missing.log", "Exit code 2\ngrep: missing.log: No such file or directory"),
+        ("grep -c ERROR a b | sort", "Exit code 1\na:0\nb:0"),  # the exit status is sort's
+        ("systemctl is-enabled nope", "Exit code 1\nFailed to get unit file state for nope."),
+        ("cat counts.txt", "Exit code 1\na:0\nb:0"),  # not a counting command
+    ],
+)
+def test_an_error_of_the_same_command_stays_a_failure(rules, command, output) -> None:
+    assert classify(rules, "Bash", output, True, command).error

@@ -14,6 +14,7 @@ from recovery_proxy.core.classify import (
     _clip,
     classify,
     codex_json_exec,
+    command_line,
     scan_window,
 )
 from recovery_proxy.rules.load import load_rules
@@ -122,13 +123,17 @@ def test_per_category_report_covers_every_category(rules) -> None:
     assert "| not_found |" in report(HOLDOUT2)
 
 
-def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+def one_by_one(
+    rules: Rules, tool: str, text: str, is_error: bool | None = None, command: str = ""
+) -> Verdict:
     """The reference: every rule searched on its own, in order, on the text itself (no sets,
     no bytes, no cache), as proxy/core/classify.py documents it."""
     window = scan_window(codex_json_exec(text) or text, rules)
     if is_error is False:
         found = next((m.id for m in rules.reply if m.search(window)), None)
-        return reference_failure(rules, tool, window, window, found) if found else SUCCESS
+        if found is None or reference_answer(rules, command, window):
+            return SUCCESS
+        return reference_failure(rules, tool, window, window, found)
     wrappers = (f for u in rules.unwrap if (f := u.search(window)) and f.start() == 0)
     body = next((window[f.end() :] for f in wrappers), window)
     if any(m.search(window) for m in rules.not_error):
@@ -149,7 +154,20 @@ def one_by_one(rules: Rules, tool: str, text: str, is_error: bool | None = None)
         if found is None:
             return SUCCESS
         rule = found
+    if reference_answer(rules, command, body):
+        return SUCCESS
     return reference_failure(rules, tool, window, body, rule)
+
+
+def reference_answer(rules: Rules, command: str, output: str) -> bool:
+    """Whether an `answers` rule matches `$ COMMAND` and the output without its trailer."""
+    if not command:
+        return False
+    for trailer in rules.trailer:
+        found = trailer.search(output)
+        if found and found.end() == len(output):
+            output = output[: found.start()]
+    return any(m.search(f"$ {command}\n{output}") for m in rules.answers)
 
 
 def reference_failure(rules: Rules, tool: str, window: str, body: str, rule: str) -> Verdict:
@@ -189,24 +207,29 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
     over every corpus entry and the rules' own examples (a third of them also inside
     wrappers, as Codex JSON, with a wire flag, past the scan window) is what searching the
     patterns one by one gives."""
-    texts = [(e["tool"], e["content"], e.get("is_error")) for p in CORPORA for e in load_corpus(p)]
+    texts = [
+        (e["tool"], e["content"], e.get("is_error"), command_line(e.get("arguments") or {}, rules))
+        for p in CORPORA
+        for e in load_corpus(p)
+    ]
     for rule_file in rules.files.values():
         for category in rule_file.categories:
             texts += [
-                ("bash", t, None) for t in category.examples.match + category.examples.no_match
+                ("bash", t, None, "") for t in category.examples.match + category.examples.no_match
             ]
     assert len(texts) > 700
-    for tool, text, _ in texts[::3]:  # every shape on a third of them (time: CI under 20 min)
+    for tool, text, _, command in texts[::3]:  # every shape on a third (CI under 20 min)
+        exec_json = orjson.dumps({"output": text, "metadata": {"exit_code": 1}}).decode()
         texts += [
-            (tool, "Command executed.\nOutput:\n" + text, None),
-            ("shell", orjson.dumps({"output": text, "metadata": {"exit_code": 1}}).decode(), None),
-            (tool, text, True),
-            (tool, "é ✓ 日本\n" * 2_000 + text, None),  # past the scan window, not ASCII
+            (tool, "Command executed.\nOutput:\n" + text, None, command),
+            ("shell", exec_json, None, command),
+            (tool, text, True, command),
+            (tool, "é ✓ 日本\n" * 2_000 + text, None, command),  # past the scan window
         ]
     verdicts = []
-    for tool, text, flag in texts:
-        verdicts.append(classify(rules, tool, text, flag))
-        assert verdicts[-1] == one_by_one(rules, tool, text, flag), text
+    for tool, text, flag, command in texts:
+        verdicts.append(classify(rules, tool, text, flag, command))
+        assert verdicts[-1] == one_by_one(rules, tool, text, flag, command), text
         assert rules.marked(text) == any(m.search(text) for m in rules.markers), text
     failures = [v for v in verdicts if v.error]
     assert len(verdicts) - len(failures) > 1000 and sum(bool(v.subject) for v in failures) > 100

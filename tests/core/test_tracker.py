@@ -25,6 +25,16 @@ def test_a_failure_gets_a_block_at_its_own_opaque_position(rules: Rules) -> None
     assert plan.new_failures == []  # judged once, on the turn it arrived
 
 
+def test_a_commands_answer_gets_no_block(rules: Rules) -> None:
+    """The call's command tells an answer from a failure: `grep -c` exits 1 on no match."""
+    t = Transcript(rules)
+    count = "Exit code: 1\nWall time: 0.1 seconds\nOutput:\na.log:0\nb.log:0"
+    grep = {"command": ["bash", "-lc", "grep -c ERROR a.log b.log"]}
+    assert t.call("shell", grep, count).appends == {}
+    plan = t.call("shell", {"command": ["bash", "-lc", "cat app.log"]}, count)
+    assert plan.appends  # the same output from another command: a failure
+
+
 def test_success_gets_nothing(rules: Rules) -> None:
     t = Transcript(rules)
     plan = t.call("read_file", {"path": "package.json"}, '{"name": "checkout-service"}')
@@ -164,9 +174,11 @@ def test_a_huge_first_sight_judges_a_bounded_number_and_then_only_the_new(
     judged: list[str] = []
     real = tracker.classify
 
-    def counting(rules_: Rules, tool: str, text: str, is_error: bool | None = None) -> Verdict:
+    def counting(
+        rules_: Rules, tool: str, text: str, is_error: bool | None = None, command: str = ""
+    ) -> Verdict:
         judged.append(text)
-        return real(rules_, tool, text, is_error)
+        return real(rules_, tool, text, is_error, command)
 
     monkeypatch.setattr(tracker, "classify", counting)
     t = Transcript(rules)
