@@ -15,10 +15,17 @@ import re2
 
 from recovery_proxy.rules.model import Rules
 
-KEY_LINE_MAX = 200
+KEY_LINE_MAX = 200  # characters of the key line a verdict shows
+CATEGORY_LINE_MAX = 1000  # characters of it the categories read (the cause may come late)
 COMMAND_MAX = 2000  # characters of a command line that `answers` rules read
 _SHELLS = frozenset(
     ("bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "powershell.exe", "cmd")
+)
+_QUOTED = re2.compile(r"'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"")  # shell quoting, to see past it
+_READER = re2.compile(  # a step that only reads or sets up: its exit status hides nothing
+    r"(?:grep|egrep|fgrep|rg|cat|head|tail|ls|echo|printf|wc|find|jq|sort|uniq|cut|date|pwd|"
+    r"which|env|cd|export|set|source|true|sleep|git (?:log|status|diff|show|branch|remote)|"
+    r"do|done|then|else|fi)\b|\s*\z"
 )
 _CD_STEPS = re2.compile(r"\A(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
@@ -56,18 +63,19 @@ def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     return window
 
 
-def key_line(body: bytes, rules: Rules) -> str:
+def key_line(body: bytes, rules: Rules, limit: int = KEY_LINE_MAX) -> str:
     """The line that says what went wrong: first key-line rule that matches (its matching
-    groups joined with `: `, a field and its message), else line one."""
+    groups joined with `: `, a field and its message), else line one; at most `limit`
+    characters."""
     first = rules.key_line_set.first(body)
     if first is not None:
         match = rules.key_line[first].search(body)
         if match:
             line = b": ".join(g.strip() for g in match.groups() if g) or match.group(0)
-            return _clip(line.decode(errors="replace"))
+            return _clip(line.decode(errors="replace"), limit)
     for line in body.decode(errors="replace").splitlines():
         if line.strip():
-            return _clip(line)
+            return _clip(line, limit)
     return ""
 
 
@@ -117,11 +125,15 @@ def classify(
     `systemctl status` of a stopped unit). A successful exit status (`is_error: false`, an
     `exit_zero` wrapper) decides too, unless the output is an error `reply` (an HTTP error
     body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
+    A successful exit status of a sequence (`a; b`) says nothing about the steps before the
+    last: the output is judged as if it had none.
     A failure is an answer after all when an `answers` rule matches the call's `command`
     (`command_line`) and its output: `grep -c` counting 0, `systemctl is-active` saying
     `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     window = scan_window(codex_json_exec(text) or text, rules).encode()
     rule: str | None
+    if is_error is False and not exit_status_speaks(command):
+        is_error = None
     if is_error is False:
         rule = reply(window, rules)
         if rule is None or answered(command, window, rules):
@@ -138,17 +150,18 @@ def classify(
         if not_error or exit_zero:
             return SUCCESS
         rule = "wire-flag"
-    elif exit_zero and not not_error:
+    elif exit_zero and not not_error and exit_status_speaks(command):
         rule = reply(body, rules)
     elif not_error:  # `not_error` rules see the whole window and win
         return SUCCESS
-    else:  # the first `error` rule the window matches, else the output inside a wrapper
+    else:  # the first `error` rule the window matches, else the output inside a wrapper,
+        # else an error `reply` (a failure whatever the exit status, so without one too)
         first = found.first(start=error_at)
         if first is not None:
             first -= error_at
         elif body is not window:
             first = rules.error_set.first(body)
-        rule = None if first is None else rules.error[first].id
+        rule = reply(body, rules) if first is None else rules.error[first].id
     if rule is None or answered(command, body, rules):
         return SUCCESS
     return _failure(tool, window, body, rule, rules)
@@ -165,10 +178,24 @@ def command_line(arguments: dict[str, Any], rules: Rules) -> str:
             wrapped = len(value) >= 3 and shell in _SHELLS and value[1][:1] in ("-", "/")
             value = " ".join(value[2:] if wrapped else value)
         if isinstance(value, str) and value.strip():
-            line = " ".join(value[:COMMAND_MAX].split())
+            lines = (" ".join(line.split()) for line in value[:COMMAND_MAX].splitlines())
+            line = "; ".join(line for line in lines if line)
             steps = _CD_STEPS.match(line)
             return line[steps.end() :] if steps else line
     return ""
+
+
+def exit_status_speaks(command: str) -> bool:
+    """Whether the exit status is the whole command's: not in a sequence (`ruff check;
+    pytest`, the lines of a script, a `for` loop: `;` outside quotes) with a step before the
+    last that does more than read (`grep`, `cat`, `echo`, `cd`...), where it is the last
+    step's. Pipes stay trusted (`| tail`, `| grep`, `| jq`: their output is the answer the
+    call asked for, measured on the corpora), and so does `|| true` (the failure was meant
+    to be ignored). True without a command."""
+    if ";" not in command:
+        return True
+    *before, _ = _QUOTED.sub("", command).rstrip("; ").split(";")
+    return all(_READER.match(step.strip()) for step in before)
 
 
 def answered(command: str, output: bytes, rules: Rules) -> bool:
@@ -196,13 +223,15 @@ def _owner_rank(owner: tuple[int, ...], ranks: tuple[int, ...]) -> Callable[[int
 
 
 def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:
-    """The verdict for a failure `rule` found: its key line, category and subject."""
-    line = key_line(body, rules)
+    """The verdict for a failure `rule` found: its key line (categories read more of it than
+    the verdict shows), category and subject."""
+    line = key_line(body, rules, CATEGORY_LINE_MAX)
     encoded = line.encode()
     category = categorise(tool, encoded, body, rules)
     if category == "unknown" and body is not window:  # the wrapper's `Exit code: 124` says it
         category = categorise(tool, b"", window[: len(window) - len(body)], rules)
-    return Verdict(True, category, rule, line, subject_of(category, encoded, body, rules))
+    subject = subject_of(category, encoded, body, rules)
+    return Verdict(True, category, rule, _clip(line), subject)
 
 
 def subject_of(category: str, line: bytes, body: bytes, rules: Rules) -> str:
@@ -275,6 +304,6 @@ def call_identity(arguments: dict[str, Any], rules: Rules) -> tuple[str, str]:
     return target, "" if target else arguments_label(arguments, rules)
 
 
-def _clip(line: str) -> str:
+def _clip(line: str, limit: int = KEY_LINE_MAX) -> str:
     line = line.strip().removeprefix("<tool_use_error>").removesuffix("</tool_use_error>").strip()
-    return line if len(line) <= KEY_LINE_MAX else line[: KEY_LINE_MAX - 3] + "..."
+    return line if len(line) <= limit else line[: limit - 3] + "..."

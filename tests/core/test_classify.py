@@ -10,6 +10,7 @@ from recovery_proxy.core.classify import (
     call_identity,
     classify,
     command_line,
+    exit_status_speaks,
     scan_window,
     target_of,
 )
@@ -291,7 +292,7 @@ def test_key_line_is_argparse_error_not_its_usage_line(rules) -> None:
         ({"command": ["cmd.exe", "/c", "where", "node"]}, "where node"),
         ({"command": ["git", "diff", "--exit-code"]}, "git diff --exit-code"),  # an argv
         ({"cmd": "cd /srv/app && cd api; systemctl is-active api"}, "systemctl is-active api"),
-        ({"command": "cat <<'EOF' > a.txt\nx\nEOF"}, "cat <<'EOF' > a.txt x EOF"),  # one line
+        ({"command": "ruff check src/\n\n  pytest -q"}, "ruff check src/; pytest -q"),  # a script
         ({"command": ["bash", 7]}, ""),  # not an argv of strings
         ({"path": "README.md"}, ""),
         ({"command": "   "}, ""),
@@ -343,3 +344,43 @@ def test_the_commands_answer_is_not_a_failure(rules, command, output, flag) -> N
 )
 def test_an_error_of_the_same_command_stays_a_failure(rules, command, output) -> None:
     assert classify(rules, "Bash", output, True, command).error
+
+
+@pytest.mark.parametrize(
+    ("command", "speaks"),
+    [
+        ("pytest -q", True),
+        ("", True),
+        ("make 2>&1 | tail -20", True),  # a pipe: the output is what the call asked for
+        ("npm test || true", True),  # the failure was meant to be ignored
+        ("ruff check src/; pytest -q", False),  # pytest's exit status, not ruff's
+        ("for f in *.json; do curl -sf -d @$f $URL; done", False),
+        ("cd app; make", True),  # steps before the last only read or set up
+        ("grep -c x a.log; grep -m2 x a.log", True),
+        ("echo 'a; b' && make", True),  # quoted
+        ("make;", True),
+    ],
+)
+def test_exit_status_speaks_for_the_last_step_of_a_sequence(command, speaks) -> None:
+    assert exit_status_speaks(command) is speaks
+
+
+def test_a_failure_before_the_last_step_is_judged_by_its_output(rules) -> None:
+    """`ruff check; pytest` exits 0 when the tests pass: the lint failure above them counts."""
+    out = "src/a.py:12:1: F401 `os` imported but unused\nFound 1 error.\n....\n4 passed in 0.1s"
+    assert classify(rules, "Bash", out, False, "ruff check src/; pytest -q").error
+    assert not classify(rules, "Bash", out, False, "ruff check src/ && pytest -q").error
+
+
+def test_an_error_reply_is_a_failure_without_an_exit_status_too(rules) -> None:
+    """A `reply` shape is a failure whatever the exit status says, so also when none is
+    known (an HTTP tool returning the body)."""
+    assert classify(rules, "http_request", '{"detail":"Not found."}').error
+    assert not classify(rules, "http_request", '{"detail":"Order 1234 shipped via DHL"}').error
+
+
+def test_categories_read_past_the_shown_key_line(rules) -> None:
+    """The verdict shows 200 characters of the key line; the category may be named later."""
+    line = "failed to create pull request: 422 Validation Failed [" + "x" * 200 + "] already exists"
+    verdict = classify(rules, "mcp__github__create_pull_request", line, True)
+    assert verdict.category == "conflict" and len(verdict.key_line) == 200

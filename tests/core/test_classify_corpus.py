@@ -9,12 +9,14 @@ import orjson
 import pytest
 
 from recovery_proxy.core.classify import (
+    CATEGORY_LINE_MAX,
     SUCCESS,
     Verdict,
     _clip,
     classify,
     codex_json_exec,
     command_line,
+    exit_status_speaks,
     scan_window,
 )
 from recovery_proxy.rules.load import load_rules
@@ -131,6 +133,8 @@ def one_by_one(
     """The reference: every rule searched on its own, in order, on the text itself (no sets,
     no bytes, no cache), as proxy/core/classify.py documents it."""
     window = scan_window(codex_json_exec(text) or text, rules)
+    if is_error is False and not exit_status_speaks(command):
+        is_error = None
     if is_error is False:
         found = next((m.id for m in rules.reply if m.search(window)), None)
         if found is None or reference_answer(rules, command, window):
@@ -145,7 +149,7 @@ def one_by_one(
         if exit_zero:
             return SUCCESS
         rule = "wire-flag"
-    elif exit_zero:
+    elif exit_zero and exit_status_speaks(command):
         found = next((m.id for m in rules.reply if m.search(body)), None)
         if found is None:
             return SUCCESS
@@ -153,6 +157,7 @@ def one_by_one(
     else:
         texts = (window, body) if body is not window else (window,)
         found = next((m.id for t in texts for m in rules.error if m.search(t)), None)
+        found = found or next((m.id for m in rules.reply if m.search(body)), None)
         if found is None:
             return SUCCESS
         rule = found
@@ -176,9 +181,10 @@ def reference_failure(rules: Rules, tool: str, window: str, body: str, rule: str
     """The reference's key line, category and subject for a failure `rule` found."""
     match = next((f for m in rules.key_line if (f := m.search(body))), None)
     if match:
-        line = _clip(": ".join(g.strip() for g in match.groups() if g) or match.group(0))
+        line = ": ".join(g.strip() for g in match.groups() if g) or match.group(0)
+        line = _clip(line, CATEGORY_LINE_MAX)
     else:
-        line = next((_clip(x) for x in body.splitlines() if x.strip()), "")
+        line = next((_clip(x, CATEGORY_LINE_MAX) for x in body.splitlines() if x.strip()), "")
     specific = [c for c in rules.categories if c.tools is not None and c.tools.search(tool)]
     ordered = specific + [c for c in rules.categories if c.tools is None]
     header = window[: len(window) - len(body)]  # a wrapper's words, when nothing else files it
@@ -201,7 +207,7 @@ def reference_failure(rules: Rules, tool: str, window: str, body: str, rule: str
         if named:
             subject = _clip(named)
             break
-    return Verdict(True, category, rule, line, subject)
+    return Verdict(True, category, rule, _clip(line), subject)
 
 
 def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
