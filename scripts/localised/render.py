@@ -199,6 +199,20 @@ def render(data: Catalog, past: History | None = None) -> str:
             f"      description: {_quote(description)}",
             f"      pattern: {_quote(pattern)}",
         ]
+    lines += [
+        "  reply:",
+        "    - id: localised-psql-script-error",
+        "      description: "
+        + _quote(
+            "a psql script's `psql:FILE:LINE: ERROR:  ...` line, its severity translated or not "
+            "(psql -f goes on after an error and exits 0), at the start of any line or after "
+            "Gemini CLI's `Stderr: `"
+        ),
+        "      pattern: "
+        + _quote(
+            "(?m)^(?:Stderr: )?psql:[^\\n]*:\\d+: " + alternation(by_kind["severity"]) + ":  \\S"
+        ),
+    ]
     lines += ["", "category_patterns:"]
     for category in sorted(by_category):
         lines += [f"  {category}:", f"    - {_quote(alternation(by_category[category]))}"]
