@@ -42,6 +42,8 @@ from tests.corpus import (
     HOLDOUT9_UNSEEN,
     HOLDOUT10,
     HOLDOUT10_UNSEEN,
+    HOLDOUT11,
+    HOLDOUT11_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -264,6 +266,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout9_unseen.yaml`": HOLDOUT9_UNSEEN,
     "| its tuning part (`tool_results_holdout10.yaml`)": HOLDOUT10,
     "| **its unseen part** (`tool_results_holdout10_unseen.yaml`": HOLDOUT10_UNSEEN,
+    "| its tuning part (`tool_results_holdout11.yaml`)": HOLDOUT11,
+    "| **its unseen part** (`tool_results_holdout11_unseen.yaml`": HOLDOUT11_UNSEEN,
 }
 
 
