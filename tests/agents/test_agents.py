@@ -3,7 +3,8 @@ non-interactively in a scratch directory with a throwaway HOME against the mock 
 `recovery-proxy serve` and through `recovery-proxy run --`. Per agent: exit 0; a block on the
 first failure; the second failure lists the first; every forwarded model request extends the
 previous one; requests with nothing to add go byte for byte; the session is the agent's own id
-where it sends one; Claude Code's breakpoints stay where it put them."""
+where it sends one; Claude Code's breakpoints stay where it put them; the command line of each
+shell call is read from the arguments the agent really sends."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from typing import Any
 import orjson
 import pytest
 
-from recovery_proxy.demo.mock_model.agents import COMPACTION_ASKS, shell_of
+from recovery_proxy.core.classify import command_line
+from recovery_proxy.demo.mock_model.agents import COMMAND, COMPACTION_ASKS, shell_of
+from recovery_proxy.rules.load import load_rules
+from recovery_proxy.wire import FORMATS
 from tests.agents.agents import AGENTS, Agent
 from tests.agents.harness import (
     BLOCK,
@@ -99,8 +103,20 @@ def check_recovery(forwarded: list[dict[str, Any]]) -> None:
         assert new[: len(old)] == old  # the history as forwarded only grows
 
 
+def check_commands(forwarded: list[dict[str, Any]], agent: Agent) -> None:
+    """Each shell call, as the agent sent it (Codex's `cmd`, the others' `command`), reads as
+    the command the mock model asked for: what `answers` rules see."""
+    path = agent.wire
+    wire = next(f for f in FORMATS if path in f.paths or path.startswith(f.passthrough_prefixes))
+    parse, rules = wire.parse, load_rules()
+    calls = [r.call for body in forwarded if (conv := parse(body)) for r in conv.results]
+    lines = {command_line(call.arguments, rules) for call in calls if call is not None}
+    assert lines == {COMMAND}, lines
+
+
 def check_serve(agent: Agent, tap: list[Exchange], model: list[Exchange], store: Path) -> None:
     check_recovery(main_loop(model, agent))
+    check_commands(main_loop(model, agent), agent)
     received = {exchange.body for exchange in model}
     answered = [e for e in tap if e.answer.get("x-recovery-proxy-injected") is not None]
     assert answered

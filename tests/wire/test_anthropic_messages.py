@@ -227,6 +227,22 @@ async def test_is_error_false_is_never_annotated_and_forwarded_byte_for_byte(cli
     assert agent.forwarded[-1] == agent.sent[-1]
 
 
+async def test_the_commands_answer_gets_no_block_and_a_sequence_is_judged_by_its_output(
+    client,
+) -> None:
+    """Claude Code flags `grep -c`'s exit 1 on no match; the Bash call's command says it is
+    the answer. `ruff; pytest` exits 0 on passing tests, but the lint failure above counts."""
+    agent = ClaudeAgent(client)
+    count = {"command": "grep -c ERROR logs/a.log logs/b.log"}
+    await agent.call("Bash", count, "Exit code 1\nlogs/a.log:0\nlogs/b.log:0", is_error=True)
+    assert agent.responses[-1].headers["x-recovery-proxy-injected"] == "0"
+    assert agent.forwarded[-1] == agent.sent[-1]
+    lint = "src/a.py:3:1: F401 `os` imported but unused\nFound 1 error.\n...\n3 passed in 0.2s"
+    await agent.call("Bash", {"command": "ruff check src; pytest -q"}, lint, is_error=False)
+    assert agent.responses[-1].headers["x-recovery-proxy-injected"] == "1"
+    assert "[Error Recovery Context]" in agent.last_result["content"]
+
+
 async def test_repeats_end_in_stop(client) -> None:
     agent = ClaudeAgent(client)
     for i in range(3):
