@@ -359,9 +359,9 @@ async def test_results_are_classified_once(client, monkeypatch) -> None:
     calls: list[str] = []
     real = recovery_proxy.core.tracker.classify
 
-    def counting(rules, tool, text, is_error=None):
+    def counting(rules, tool, text, is_error=None, command=""):
         calls.append(text)
-        return real(rules, tool, text, is_error)
+        return real(rules, tool, text, is_error, command)
 
     monkeypatch.setattr(recovery_proxy.core.tracker, "classify", counting)
     agent = ScriptedAgent(client)
