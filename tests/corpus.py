@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from recovery_proxy.core.classify import classify, command_line
+from recovery_proxy.core.classify import classify
+from recovery_proxy.core.commands import command_line
 from recovery_proxy.rules.model import Rules
 
 DATA = Path(__file__).parent / "data"
@@ -127,7 +128,7 @@ def score(rules: Rules, entries: list[dict[str, Any]]) -> Score:
     s = Score()
     for entry in entries:
         expect = entry["expect"]
-        command = command_line(entry.get("arguments") or {}, rules)
+        command = command_line(entry.get("arguments") or {}, rules.command_keys)
         verdict = classify(rules, entry["tool"], entry["content"], entry.get("is_error"), command)
         wanted = bool(expect["error"])
         if verdict.error and wanted:

@@ -17,7 +17,8 @@ import orjson
 
 from recovery_proxy import tokens
 from recovery_proxy.config import Settings
-from recovery_proxy.core.classify import Verdict, classify, command_line, target_of
+from recovery_proxy.core.classify import Verdict, classify, target_of
+from recovery_proxy.core.commands import command_line
 from recovery_proxy.core.plan import Budget, Skip
 from recovery_proxy.core.state import MAX_SEEN, SessionState
 from recovery_proxy.core.tracker import MAX_JUDGED, observe
@@ -129,7 +130,7 @@ def explain(
     where = rule_files(rules, extra)
     results = []
     for index, result in enumerate(conv.results):
-        command = command_line(result.call.arguments, rules) if result.call else ""
+        command = command_line(result.call.arguments, rules.command_keys) if result.call else ""
         verdict = verdicts.get(result.key) or classify(
             rules, result.tool, result.text, result.is_error, command
         )

@@ -11,23 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import re2
 
+from recovery_proxy.core.commands import exit_status_speaks
 from recovery_proxy.rules.model import Rules
 
 KEY_LINE_MAX = 200  # characters of the key line a verdict shows
 CATEGORY_LINE_MAX = 1000  # characters of it the categories read (the cause may come late)
-COMMAND_MAX = 2000  # characters of a command line that `answers` rules read
-_SHELLS = frozenset(
-    ("bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "powershell.exe", "cmd")
-)
-_QUOTED = re2.compile(r"'[^']*'|\"(?:[^\"\\\\]|\\\\.)*\"")  # shell quoting, to see past it
-_READER = re2.compile(  # a step that only reads or sets up: its exit status hides nothing
-    r"(?:grep|egrep|fgrep|rg|cat|head|tail|ls|echo|printf|wc|find|jq|sort|uniq|cut|date|pwd|"
-    r"which|env|cd|export|set|source|true|sleep|git (?:log|status|diff|show|branch|remote)|"
-    r"do|done|then|else|fi)\b|\s*\z"
-)
-_CD_STEPS = re2.compile(r"\A(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +117,7 @@ def classify(
     A successful exit status of a sequence (`a; b`) says nothing about the steps before the
     last: the output is judged as if it had none.
     A failure is an answer after all when an `answers` rule matches the call's `command`
-    (`command_line`) and its output: `grep -c` counting 0, `systemctl is-active` saying
+    (proxy/core/commands.py) and its output: `grep -c` counting 0, `systemctl is-active` saying
     `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     window = scan_window(codex_json_exec(text) or text, rules).encode()
     rule: str | None
@@ -165,37 +154,6 @@ def classify(
     if rule is None or answered(command, body, rules):
         return SUCCESS
     return _failure(tool, window, body, rule, rules)
-
-
-def command_line(arguments: dict[str, Any], rules: Rules) -> str:
-    """The call's command line, on one line: the first of the rules' `command_keys` in its
-    arguments, a string or an argv list (`["bash", "-lc", SCRIPT]` gives the script), without
-    leading `cd DIR &&` steps (they do not change what the command answers); "" if none."""
-    for key in rules.command_keys:
-        value = arguments.get(key)
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            shell = value[0].replace("\\", "/").rsplit("/", 1)[-1].lower().removesuffix(".exe")
-            wrapped = len(value) >= 3 and shell in _SHELLS and value[1][:1] in ("-", "/")
-            value = " ".join(value[2:] if wrapped else value)
-        if isinstance(value, str) and value.strip():
-            lines = (" ".join(line.split()) for line in value[:COMMAND_MAX].splitlines())
-            line = "; ".join(line for line in lines if line)
-            steps = _CD_STEPS.match(line)
-            return line[steps.end() :] if steps else line
-    return ""
-
-
-def exit_status_speaks(command: str) -> bool:
-    """Whether the exit status is the whole command's: not in a sequence (`ruff check;
-    pytest`, the lines of a script, a `for` loop: `;` outside quotes) with a step before the
-    last that does more than read (`grep`, `cat`, `echo`, `cd`...), where it is the last
-    step's. Pipes stay trusted (`| tail`, `| grep`, `| jq`: their output is the answer the
-    call asked for, measured on the corpora), and so does `|| true` (the failure was meant
-    to be ignored). True without a command."""
-    if ";" not in command:
-        return True
-    *before, _ = _QUOTED.sub("", command).rstrip("; ").split(";")
-    return all(_READER.match(step.strip()) for step in before)
 
 
 def answered(command: str, output: bytes, rules: Rules) -> bool:

@@ -21,7 +21,8 @@ import hashlib
 import orjson
 
 from recovery_proxy.core import known_fixes, loops, render, resolutions
-from recovery_proxy.core.classify import Verdict, call_identity, classify, command_line
+from recovery_proxy.core.classify import Verdict, call_identity, classify
+from recovery_proxy.core.commands import command_line
 from recovery_proxy.core.compaction import (
     detect_compaction,
     first_visible,
@@ -133,7 +134,7 @@ def observe(
     for index, result in new:
         state.seen[result.key] = True
         if result.key not in cache:
-            command = command_line(result.call.arguments, rules) if result.call else ""
+            command = command_line(result.call.arguments, rules.command_keys) if result.call else ""
             cache[result.key] = classify(rules, result.tool, result.text, result.is_error, command)
         verdict = cache[result.key]
         if verdict.error and not is_cleared(result, rules) and index >= shown_from:

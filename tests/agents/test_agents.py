@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from recovery_proxy.core.classify import command_line
+from recovery_proxy.core.commands import command_line
 from recovery_proxy.demo.mock_model.agents import COMMAND, COMPACTION_ASKS, shell_of
 from recovery_proxy.rules.load import load_rules
 from recovery_proxy.wire import FORMATS
@@ -110,7 +110,7 @@ def check_commands(forwarded: list[dict[str, Any]], agent: Agent) -> None:
     wire = next(f for f in FORMATS if path in f.paths or path.startswith(f.passthrough_prefixes))
     parse, rules = wire.parse, load_rules()
     calls = [r.call for body in forwarded if (conv := parse(body)) for r in conv.results]
-    lines = {command_line(call.arguments, rules) for call in calls if call is not None}
+    lines = {command_line(call.arguments, rules.command_keys) for call in calls if call is not None}
     assert lines == {COMMAND}, lines
 
 

@@ -9,8 +9,6 @@ from recovery_proxy.core.classify import (
     arguments_label,
     call_identity,
     classify,
-    command_line,
-    exit_status_speaks,
     scan_window,
     target_of,
 )
@@ -284,29 +282,6 @@ def test_key_line_is_argparse_error_not_its_usage_line(rules) -> None:
 
 
 @pytest.mark.parametrize(
-    ("arguments", "expected"),
-    [
-        ({"command": "grep -c ERROR logs/app.log"}, "grep -c ERROR logs/app.log"),
-        ({"command": ["bash", "-lc", "grep -c ERROR app.log"]}, "grep -c ERROR app.log"),  # Codex
-        ({"command": ["/bin/zsh", "-c", "which   terraform"]}, "which terraform"),
-        ({"command": ["cmd.exe", "/c", "where", "node"]}, "where node"),
-        ({"command": ["git", "diff", "--exit-code"]}, "git diff --exit-code"),  # an argv
-        ({"cmd": "cd /srv/app && cd api; systemctl is-active api"}, "systemctl is-active api"),
-        ({"command": "ruff check src/\n\n  pytest -q"}, "ruff check src/; pytest -q"),  # a script
-        ({"command": ["bash", 7]}, ""),  # not an argv of strings
-        ({"path": "README.md"}, ""),
-        ({"command": "   "}, ""),
-    ],
-)
-def test_command_line_is_the_calls_command_on_one_line(rules, arguments, expected) -> None:
-    assert command_line(arguments, rules) == expected
-
-
-def test_command_line_is_bounded(rules) -> None:
-    assert len(command_line({"command": "echo " + "x" * 100_000}, rules)) <= 2000
-
-
-@pytest.mark.parametrize(
     ("command", "output", "flag"),
     [
         ("grep -rc TODO src", "Exit code 1\nsrc/a.py:0\nsrc/b.py:0", True),  # Claude Code
@@ -344,25 +319,6 @@ def test_the_commands_answer_is_not_a_failure(rules, command, output, flag) -> N
 )
 def test_an_error_of_the_same_command_stays_a_failure(rules, command, output) -> None:
     assert classify(rules, "Bash", output, True, command).error
-
-
-@pytest.mark.parametrize(
-    ("command", "speaks"),
-    [
-        ("pytest -q", True),
-        ("", True),
-        ("make 2>&1 | tail -20", True),  # a pipe: the output is what the call asked for
-        ("npm test || true", True),  # the failure was meant to be ignored
-        ("ruff check src/; pytest -q", False),  # pytest's exit status, not ruff's
-        ("for f in *.json; do curl -sf -d @$f $URL; done", False),
-        ("cd app; make", True),  # steps before the last only read or set up
-        ("grep -c x a.log; grep -m2 x a.log", True),
-        ("echo 'a; b' && make", True),  # quoted
-        ("make;", True),
-    ],
-)
-def test_exit_status_speaks_for_the_last_step_of_a_sequence(command, speaks) -> None:
-    assert exit_status_speaks(command) is speaks
 
 
 def test_a_failure_before_the_last_step_is_judged_by_its_output(rules) -> None:

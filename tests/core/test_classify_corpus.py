@@ -15,10 +15,9 @@ from recovery_proxy.core.classify import (
     _clip,
     classify,
     codex_json_exec,
-    command_line,
-    exit_status_speaks,
     scan_window,
 )
+from recovery_proxy.core.commands import command_line, exit_status_speaks
 from recovery_proxy.rules.load import load_rules
 from recovery_proxy.rules.model import Rules
 from tests.corpus import (
@@ -218,7 +217,12 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
     wrappers, as Codex JSON, with a wire flag, past the scan window) is what searching the
     patterns one by one gives."""
     texts = [
-        (e["tool"], e["content"], e.get("is_error"), command_line(e.get("arguments") or {}, rules))
+        (
+            e["tool"],
+            e["content"],
+            e.get("is_error"),
+            command_line(e.get("arguments") or {}, rules.command_keys),
+        )
         for p in CORPORA
         for e in load_corpus(p)
     ]
