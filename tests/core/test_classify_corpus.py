@@ -43,6 +43,8 @@ from tests.corpus import (
     HOLDOUT10_UNSEEN,
     HOLDOUT11,
     HOLDOUT11_UNSEEN,
+    HOLDOUT12,
+    HOLDOUT12_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -272,6 +274,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout10_unseen.yaml`": HOLDOUT10_UNSEEN,
     "| its tuning part (`tool_results_holdout11.yaml`)": HOLDOUT11,
     "| **its unseen part** (`tool_results_holdout11_unseen.yaml`": HOLDOUT11_UNSEEN,
+    "| its tuning part (`tool_results_holdout12.yaml`)": HOLDOUT12,
+    "| **its unseen part** (`tool_results_holdout12_unseen.yaml`": HOLDOUT12_UNSEEN,
 }
 
 
