@@ -114,13 +114,6 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("postgres-15", "syntax error", "invalid_params", "category"),
     ("postgres-15", '%s at or near "%s"', "invalid_params", "category"),
     ("postgres-15", "ERROR", "", "severity"),
-    ("libpq5-15", 'connection to server on socket "%s" failed: ', "connection_error", "category"),
-    (
-        "libpq5-15",
-        'connection to server at "%s" (%s), port %s failed: ',
-        "connection_error",
-        "category",
-    ),
     ("postgres-15", "FATAL", "", "severity"),
     ("libc", "Text file busy", "conflict", "line"),
     ("libc", "Device or resource busy", "conflict", "line"),
