@@ -130,7 +130,7 @@ def classify(
         return _failure(tool, window, window, rule, rules)
     detection = rules.detection_set
     found = detection.search(window)
-    not_error_at, exit_zero_at, error_at = detection.starts[1:4]
+    not_error_at, exit_zero_at, error_at, reply_at = detection.starts[1:5]
     wrappers = found.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
     not_error = any(not_error_at <= i < exit_zero_at for i in wrappers)
     exit_zero = any(i >= exit_zero_at for i in wrappers)
@@ -144,13 +144,18 @@ def classify(
     elif not_error:  # `not_error` rules see the whole window and win
         return SUCCESS
     else:  # the first `error` rule the window matches, else the output inside a wrapper,
-        # else an error `reply` (a failure whatever the exit status, so without one too)
+        # else an error `reply` (a failure whatever the exit status, so without one too: the
+        # reply rules follow the error rules in the detection set, one search finds either)
         first = found.first(start=error_at)
-        if first is not None:
-            first -= error_at
+        if first is not None and first >= reply_at and body is window:
+            rule = rules.reply[first - reply_at].id
+        elif first is not None and first < reply_at:
+            rule = rules.error[first - error_at].id
         elif body is not window:
-            first = rules.error_set.first(body)
-        rule = reply(body, rules) if first is None else rules.error[first].id
+            inside = rules.error_set.first(body)
+            rule = reply(body, rules) if inside is None else rules.error[inside].id
+        else:
+            rule = None
     if rule is None or answered(command, body, rules):
         return SUCCESS
     return _failure(tool, window, body, rule, rules)

@@ -281,9 +281,9 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         provider_instructions=provider_instructions,
         files=files,
         detection_set=PatternSet(
-            [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error)],
+            [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error, *reply)],
             "detection",
-            parts=(len(unwrap), len(not_error), len(exit_zero), len(error)),
+            parts=(len(unwrap), len(not_error), len(exit_zero), len(error), len(reply)),
         ),
         error_set=_pattern_set(error, "detection.error"),
         reply_set=_pattern_set(reply, "detection.reply"),

@@ -139,8 +139,8 @@ class Rules:
     provider_instructions: str = ""
     files: dict[str, RuleFile] = field(default_factory=dict, compare=False, repr=False)
     # The same patterns as `PatternSet`s (proxy/core/classify.py); built by `rules_load.build`.
-    # `detection_set`: unwrap, not_error, exit_zero and error in one set (its four parts), one
-    # search of the window; `error_set` again alone for the output inside a wrapper;
+    # `detection_set`: unwrap, not_error, exit_zero, error and reply in one set (its five
+    # parts), one search of the window; `error_set` again alone for the output inside a wrapper;
     # `reply_set` only where the exit status says success; `answer_set` only for a failure
     # whose call has a command line.
     detection_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
