@@ -130,10 +130,10 @@ def explain(
     where = rule_files(rules, extra)
     results = []
     for index, result in enumerate(conv.results):
-        command = command_line(result.call.arguments, rules.command_keys) if result.call else ""
-        verdict = verdicts.get(result.key) or classify(
-            rules, result.tool, result.text, result.is_error, command
-        )
+        verdict = verdicts.get(result.key)
+        if verdict is None:  # judged before the newest turn: judged here, as the tracker would
+            command = command_line(result.call.arguments, rules.command_keys) if result.call else ""
+            verdict = classify(rules, result.tool, result.text, result.is_error, command)
         added = plan.appends.get(result.position)
         reason: Skip | None = plan.skipped.get(result.position)
         if verdict.error and added is None and reason is None and index < plan.judged_from:

@@ -147,15 +147,13 @@ def classify(
         # else an error `reply` (a failure whatever the exit status, so without one too: the
         # reply rules follow the error rules in the detection set, one search finds either)
         first = found.first(start=error_at)
-        if first is not None and first >= reply_at and body is window:
-            rule = rules.reply[first - reply_at].id
-        elif first is not None and first < reply_at:
+        if first is not None and first < reply_at:
             rule = rules.error[first - error_at].id
-        elif body is not window:
+        elif body is not window:  # the output inside a wrapper: its error rules, then replies
             inside = rules.error_set.first(body)
             rule = reply(body, rules) if inside is None else rules.error[inside].id
         else:
-            rule = None
+            rule = None if first is None else rules.reply[first - reply_at].id
     if rule is None or answered(command, body, rules):
         return SUCCESS
     return _failure(tool, window, body, rule, rules)
