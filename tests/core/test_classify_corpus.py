@@ -45,6 +45,8 @@ from tests.corpus import (
     HOLDOUT11_UNSEEN,
     HOLDOUT12,
     HOLDOUT12_UNSEEN,
+    HOLDOUT13,
+    HOLDOUT13_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -276,6 +278,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout11_unseen.yaml`": HOLDOUT11_UNSEEN,
     "| its tuning part (`tool_results_holdout12.yaml`)": HOLDOUT12,
     "| **its unseen part** (`tool_results_holdout12_unseen.yaml`": HOLDOUT12_UNSEEN,
+    "| its tuning part (`tool_results_holdout13.yaml`)": HOLDOUT13,
+    "| **its unseen part** (`tool_results_holdout13_unseen.yaml`": HOLDOUT13_UNSEEN,
 }
 
 
