@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.core.commands import exit_status_speaks
+from recovery_proxy.core.commands import exit_status_speaks, piped_into_tail
 from recovery_proxy.rules.model import Rules
 
 KEY_LINE_MAX = 200  # characters of the key line a verdict shows
@@ -52,11 +52,13 @@ def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     return window
 
 
-def key_line(body: bytes, rules: Rules, limit: int = KEY_LINE_MAX) -> str:
+def key_line(
+    body: bytes, rules: Rules, limit: int = KEY_LINE_MAX, held: frozenset[str] | None = None
+) -> str:
     """The line that says what went wrong: first key-line rule that matches (its matching
     groups joined with `: `, a field and its message), else line one; at most `limit`
-    characters."""
-    first = rules.key_line_set.first(body)
+    characters. `held`: the window's literals (`Rules.window_literals`), when known."""
+    first = rules.key_line_set.first(body, held)
     if first is not None:
         match = rules.key_line[first].search(body)
         if match:
@@ -68,9 +70,12 @@ def key_line(body: bytes, rules: Rules, limit: int = KEY_LINE_MAX) -> str:
     return ""
 
 
-def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
+def categorise(
+    tool: str, line: bytes, body: bytes, rules: Rules, held: frozenset[str] | None = None
+) -> str:
     """First matching category; tool-specific ones first, the key line before the body;
-    the categories' own patterns first, those other files add (`extra`) only after them."""
+    the categories' own patterns first, those other files add (`extra`) only after them.
+    `held`: the literals of a text holding both (the window), when known."""
     ranks = rules.category_ranks(tool)
     for patterns, owner in (
         (rules.category_set, rules.category_owner),
@@ -78,7 +83,7 @@ def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
     ):
         rank = _owner_rank(owner, ranks)
         for text in (line, body):  # searched only until the first category in order is known
-            best = patterns.search(text).first(rank=rank, limit=len(ranks))
+            best = patterns.search(text, held).first(rank=rank, limit=len(ranks))
             if best is not None:
                 return rules.categories[owner[best]].id
     return "unknown"
@@ -121,7 +126,10 @@ def classify(
     `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
     window = scan_window(codex_json_exec(text) or text, rules).encode()
     rule: str | None
-    if is_error is False and not exit_status_speaks(command):
+    said_success = is_error is False
+    speaks = exit_status_speaks(command)
+    tailed = speaks and piped_into_tail(command)  # `make 2>&1 | tail`: tail's exit status
+    if said_success and (tailed or not speaks):
         is_error = None
     if is_error is False:
         rule = reply(window, rules)
@@ -129,7 +137,8 @@ def classify(
             return SUCCESS
         return _failure(tool, window, window, rule, rules)
     detection = rules.detection_set
-    found = detection.search(window)
+    held = rules.window_literals.held(window)  # one literal pass for every set's search
+    found = detection.search(window, held)
     not_error_at, exit_zero_at, error_at, reply_at = detection.starts[1:5]
     wrappers = found.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
     not_error = any(not_error_at <= i < exit_zero_at for i in wrappers)
@@ -139,8 +148,8 @@ def classify(
         if not_error or exit_zero:
             return SUCCESS
         rule = "wire-flag"
-    elif exit_zero and not not_error and exit_status_speaks(command):
-        rule = reply(body, rules)
+    elif exit_zero and not not_error and speaks and not tailed:
+        rule = reply(body, rules, held)
     elif not_error:  # `not_error` rules see the whole window and win
         return SUCCESS
     else:  # the first `error` rule the window matches, else the output inside a wrapper,
@@ -150,13 +159,38 @@ def classify(
         if first is not None and first < reply_at:
             rule = rules.error[first - error_at].id
         elif body is not window:  # the output inside a wrapper: its error rules, then replies
-            inside = rules.error_set.first(body)
-            rule = reply(body, rules) if inside is None else rules.error[inside].id
+            inside = rules.error_set.first(body, held)
+            rule = reply(body, rules, held) if inside is None else rules.error[inside].id
         else:
             rule = None if first is None else rules.reply[first - reply_at].id
     if rule is None or answered(command, body, rules):
         return SUCCESS
-    return _failure(tool, window, body, rule, rules)
+    if tailed and (said_success or exit_zero) and not ends_in_failure(body, rules, held):
+        return SUCCESS  # a successful pipe whose run's last lines do not say it failed
+    return _failure(tool, window, body, rule, rules, held)
+
+
+TAIL_LINES = 6  # the last lines of a piped run's output that must say it failed
+
+
+def ends_in_failure(output: bytes, rules: Rules, held: frozenset[str]) -> bool:
+    """Whether a run piped into `tail`/`head` failed by its output: an error reply, or an
+    error rule on its last `TAIL_LINES` non-empty lines (without the wrapper's trailing
+    lines): a build or test run prints its verdict last, a log of recovered errors does not."""
+    if reply(output, rules, held) is not None:
+        return True
+    lines = [line for line in _without_trailer(output, rules).splitlines() if line.strip()]
+    return rules.error_set.first(b"\n".join(lines[-TAIL_LINES:])) is not None
+
+
+def _without_trailer(output: bytes, rules: Rules) -> bytes:
+    """The output without the wrapper's trailing lines (`trailer` rules: Gemini CLI's
+    `Exit Code:` block, OpenHands' bracketed lines)."""
+    for trailer in rules.trailer:
+        match = trailer.search(output)
+        if match and match.end() == len(output):
+            output = output[: match.start()]
+    return output
 
 
 def answered(command: str, output: bytes, rules: Rules) -> bool:
@@ -164,17 +198,14 @@ def answered(command: str, output: bytes, rules: Rules) -> bool:
     trailing wrapper lines (`trailer`): the non-zero exit or error reply is the answer."""
     if not command or not rules.answers:
         return False
-    for trailer in rules.trailer:
-        match = trailer.search(output)
-        if match and match.end() == len(output):
-            output = output[: match.start()]
+    output = _without_trailer(output, rules)
     return rules.answer_set.first(b"$ " + command.encode() + b"\n" + output) is not None
 
 
-def reply(output: bytes, rules: Rules) -> str | None:
+def reply(output: bytes, rules: Rules, held: frozenset[str] | None = None) -> str | None:
     """The id of the first `reply` rule the output matches (an error reply that beats a
     successful exit status), or None."""
-    first = rules.reply_set.first(output)
+    first = rules.reply_set.first(output, held)
     return None if first is None else rules.reply[first].id
 
 
@@ -183,14 +214,23 @@ def _owner_rank(owner: tuple[int, ...], ranks: tuple[int, ...]) -> Callable[[int
     return lambda i: ranks[owner[i]]
 
 
-def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:
+def _failure(
+    tool: str,
+    window: bytes,
+    body: bytes,
+    rule: str,
+    rules: Rules,
+    held: frozenset[str] | None = None,
+) -> Verdict:
     """The verdict for a failure `rule` found: its key line (categories read more of it than
-    the verdict shows), category and subject."""
-    line = key_line(body, rules, CATEGORY_LINE_MAX)
+    the verdict shows), category and subject. `held`: the window's literals, if known."""
+    if held is None:
+        held = rules.window_literals.held(window)
+    line = key_line(body, rules, CATEGORY_LINE_MAX, held)
     encoded = line.encode()
-    category = categorise(tool, encoded, body, rules)
+    category = categorise(tool, encoded, body, rules, held)
     if category == "unknown" and body is not window:  # the wrapper's `Exit code: 124` says it
-        category = categorise(tool, b"", window[: len(window) - len(body)], rules)
+        category = categorise(tool, b"", window[: len(window) - len(body)], rules, held)
     subject = subject_of(category, encoded, body, rules)
     return Verdict(True, category, rule, _clip(line), subject)
 

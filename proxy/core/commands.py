@@ -16,6 +16,12 @@ _READER = re2.compile(  # a step that only reads or sets up: its exit status hid
     r"which|env|cd|export|set|source|true|sleep|git (?:log|status|diff|show|branch|remote)|"
     r"do|done|then|else|fi)\b|\s*\z"
 )
+_QUERY = re2.compile(  # a producer whose output is read, not run: logs, events, listings
+    r"(?:kubectl\s+(?:\S+\s+)*?(?:get|describe|logs|events|top)|docker\s+(?:logs|ps|inspect|"
+    r"images)|journalctl|ps|awk|sed|dmesg|lsof|ss|netstat|tree|history)\b"
+)
+_TAIL_STAGE = re2.compile(r"\s*(?:tail|head)\b")
+_SEQUENCE = re2.compile(r";|&&|\|\|")
 _CD_STEPS = re2.compile(r"\A(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
 
@@ -49,3 +55,20 @@ def exit_status_speaks(command: str) -> bool:
         return True
     *before, _ = _QUOTED.sub("", command).rstrip("; ").split(";")
     return all(_READER.match(step.strip()) for step in before)
+
+
+def piped_into_tail(command: str) -> bool:
+    """Whether the command's last step runs something and pipes it into `tail` or `head`
+    (`cargo test 2>&1 | tail -30`): its exit status is the pipe's last stage's, so it says
+    nothing about the run; what the run printed last does. Not for readers and queries
+    (`cat app.log | tail`, `kubectl get events | tail`): their exit status is the answer's."""
+    if "|" not in command:
+        return False
+    stages = _SEQUENCE.split(_QUOTED.sub("", command))[-1].split("|")
+    producer = stages[0].strip()
+    return (
+        len(stages) > 1
+        and _TAIL_STAGE.match(stages[-1]) is not None
+        and not _READER.match(producer)
+        and not _QUERY.match(producer)
+    )

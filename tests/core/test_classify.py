@@ -328,6 +328,22 @@ def test_a_failure_before_the_last_step_is_judged_by_its_output(rules) -> None:
     assert not classify(rules, "Bash", out, False, "ruff check src/ && pytest -q").error
 
 
+def test_a_run_piped_into_tail_is_judged_by_its_last_lines(rules) -> None:
+    """`cargo test | tail` exits with tail's 0: the run's verdict printed last decides; a
+    recovered error earlier in its output does not."""
+    failed = "test query::tests::fuzzy ... FAILED\n\ntest result: FAILED. 11 passed; 1 failed"
+    assert classify(rules, "Bash", failed, False, "cargo test 2>&1 | tail -30").error
+    assert not classify(rules, "Bash", failed, False, "cargo test 2>&1").error  # trusted
+    codex = "Exit code: 0\nWall time: 3 seconds\nOutput:\n" + failed
+    assert classify(rules, "shell", codex, None, "cargo test 2>&1 | tail -30").error
+    recovered = (
+        "curl: (7) Failed to connect to localhost port 8080: Connection refused\n"
+        "retrying in 2s\n" + "ok\n" * 6 + "4 passed in 0.3s"
+    )
+    assert not classify(rules, "Bash", recovered, False, "./smoke.sh 2>&1 | tail -9").error
+    assert classify(rules, "Bash", recovered, None, "./smoke.sh 2>&1 | tail -9").error  # no status
+
+
 def test_an_error_reply_is_a_failure_without_an_exit_status_too(rules) -> None:
     """A `reply` shape is a failure whatever the exit status says, so also when none is
     known (an HTTP tool returning the body)."""

@@ -11,13 +11,14 @@ import pytest
 from recovery_proxy.core.classify import (
     CATEGORY_LINE_MAX,
     SUCCESS,
+    TAIL_LINES,
     Verdict,
     _clip,
     classify,
     codex_json_exec,
     scan_window,
 )
-from recovery_proxy.core.commands import command_line, exit_status_speaks
+from recovery_proxy.core.commands import command_line, exit_status_speaks, piped_into_tail
 from recovery_proxy.rules.load import load_rules
 from recovery_proxy.rules.model import Rules
 from tests.corpus import (
@@ -138,7 +139,10 @@ def one_by_one(
     """The reference: every rule searched on its own, in order, on the text itself (no sets,
     no bytes, no cache), as proxy/core/classify.py documents it."""
     window = scan_window(codex_json_exec(text) or text, rules)
-    if is_error is False and not exit_status_speaks(command):
+    said_success = is_error is False
+    speaks = exit_status_speaks(command)
+    tailed = speaks and piped_into_tail(command)
+    if said_success and (tailed or not speaks):
         is_error = None
     if is_error is False:
         found = next((m.id for m in rules.reply if m.search(window)), None)
@@ -154,7 +158,7 @@ def one_by_one(
         if exit_zero:
             return SUCCESS
         rule = "wire-flag"
-    elif exit_zero and exit_status_speaks(command):
+    elif exit_zero and speaks and not tailed:
         found = next((m.id for m in rules.reply if m.search(body)), None)
         if found is None:
             return SUCCESS
@@ -168,17 +172,29 @@ def one_by_one(
         rule = found
     if reference_answer(rules, command, body):
         return SUCCESS
+    if tailed and (said_success or exit_zero):
+        last = [x for x in without_trailer(rules, body).splitlines() if x.strip()][-TAIL_LINES:]
+        if not any(m.search(body) for m in rules.reply) and not any(
+            m.search("\n".join(last)) for m in rules.error
+        ):
+            return SUCCESS
     return reference_failure(rules, tool, window, body, rule)
+
+
+def without_trailer(rules: Rules, output: str) -> str:
+    """The output without the wrapper's trailing lines."""
+    for trailer in rules.trailer:
+        found = trailer.search(output)
+        if found and found.end() == len(output):
+            output = output[: found.start()]
+    return output
 
 
 def reference_answer(rules: Rules, command: str, output: str) -> bool:
     """Whether an `answers` rule matches `$ COMMAND` and the output without its trailer."""
     if not command:
         return False
-    for trailer in rules.trailer:
-        found = trailer.search(output)
-        if found and found.end() == len(output):
-            output = output[: found.start()]
+    output = without_trailer(rules, output)
     return any(m.search(f"$ {command}\n{output}") for m in rules.answers)
 
 
@@ -242,6 +258,7 @@ def test_one_pass_pattern_sets_judge_exactly_like_rule_by_rule(rules) -> None:
             (tool, "Command executed.\nOutput:\n" + text, None, command),
             ("shell", exec_json, None, command),
             (tool, text, True, command),
+            (tool, text, False, (command or "make") + " 2>&1 | tail -20"),  # a run's last lines
             (tool, "é ✓ 日本\n" * 2_000 + text, None, command),  # past the scan window
         ]
     verdicts = []

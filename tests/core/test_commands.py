@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from recovery_proxy.core.commands import COMMAND_MAX, command_line, exit_status_speaks
+from recovery_proxy.core.commands import (
+    COMMAND_MAX,
+    command_line,
+    exit_status_speaks,
+    piped_into_tail,
+)
 
 KEYS = ("command", "cmd")
 
@@ -37,7 +42,7 @@ def test_command_line_is_bounded() -> None:
     [
         ("pytest -q", True),
         ("", True),
-        ("make 2>&1 | tail -20", True),  # a pipe: the output is what the call asked for
+        ("make 2>&1 | tail -20", True),  # a pipe: `piped_into_tail` judges that one
         ("npm test || true", True),  # the failure was meant to be ignored
         ("ruff check src/; pytest -q", False),  # pytest's exit status, not ruff's
         ("for f in *.json; do curl -sf -d @$f $URL; done", False),
@@ -51,3 +56,22 @@ def test_command_line_is_bounded() -> None:
 )
 def test_exit_status_speaks_for_the_last_step_of_a_sequence(command, speaks) -> None:
     assert exit_status_speaks(command) is speaks
+
+
+@pytest.mark.parametrize(
+    ("command", "tailed"),
+    [
+        ("cargo test 2>&1 | tail -30", True),  # tail's exit status, not cargo's
+        ("uv run pytest -q 2>&1|head -n 40", True),
+        ("cd web && npm run build 2>&1 | tee build.log | tail -5", True),
+        ("make", False),
+        ("make | grep error", False),  # a filter, not the run's last lines
+        ("cat app.log | tail -50", False),  # readers and queries: the exit status is theirs
+        ("kubectl get events -n api --sort-by=.lastTimestamp | tail -4", False),
+        ("docker logs api 2>&1 | grep -i error | head -4", False),
+        ("make | tail -5; echo done", False),  # the last step is echo
+        ("echo 'make | tail'", False),  # quoted
+    ],
+)
+def test_piped_into_tail_is_a_run_whose_last_lines_are_shown(command, tailed) -> None:
+    assert piped_into_tail(command) is tailed
