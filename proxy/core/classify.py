@@ -52,13 +52,11 @@ def unwrap(window: bytes, hits: Sequence[int], rules: Rules) -> bytes:
     return window
 
 
-def key_line(
-    body: bytes, rules: Rules, limit: int = KEY_LINE_MAX, held: frozenset[str] | None = None
-) -> str:
+def key_line(body: bytes, rules: Rules, limit: int = KEY_LINE_MAX) -> str:
     """The line that says what went wrong: first key-line rule that matches (its matching
     groups joined with `: `, a field and its message), else line one; at most `limit`
-    characters. `held`: the window's literals (`Rules.window_literals`), when known."""
-    first = rules.key_line_set.first(body, held)
+    characters."""
+    first = rules.key_line_set.first(body)
     if first is not None:
         match = rules.key_line[first].search(body)
         if match:
@@ -70,12 +68,9 @@ def key_line(
     return ""
 
 
-def categorise(
-    tool: str, line: bytes, body: bytes, rules: Rules, held: frozenset[str] | None = None
-) -> str:
+def categorise(tool: str, line: bytes, body: bytes, rules: Rules) -> str:
     """First matching category; tool-specific ones first, the key line before the body;
-    the categories' own patterns first, those other files add (`extra`) only after them.
-    `held`: the literals of a text holding both (the window), when known."""
+    the categories' own patterns first, those other files add (`extra`) only after them."""
     ranks = rules.category_ranks(tool)
     for patterns, owner in (
         (rules.category_set, rules.category_owner),
@@ -83,7 +78,7 @@ def categorise(
     ):
         rank = _owner_rank(owner, ranks)
         for text in (line, body):  # searched only until the first category in order is known
-            best = patterns.search(text, held).first(rank=rank, limit=len(ranks))
+            best = patterns.search(text).first(rank=rank, limit=len(ranks))
             if best is not None:
                 return rules.categories[owner[best]].id
     return "unknown"
@@ -120,7 +115,8 @@ def classify(
     `exit_zero` wrapper) decides too, unless the output is an error `reply` (an HTTP error
     body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
     A successful exit status of a sequence (`a; b`) says nothing about the steps before the
-    last: the output is judged as if it had none.
+    last: the output is judged as if it had none. That of a run piped into `tail` or `head`
+    is tail's: the run failed if its output's last lines say so (`ends_in_failure`).
     A failure is an answer after all when an `answers` rule matches the call's `command`
     (proxy/core/commands.py) and its output: `grep -c` counting 0, `systemctl is-active` saying
     `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
@@ -137,8 +133,7 @@ def classify(
             return SUCCESS
         return _failure(tool, window, window, rule, rules)
     detection = rules.detection_set
-    held = rules.window_literals.held(window)  # one literal pass for every set's search
-    found = detection.search(window, held)
+    found = detection.search(window)
     not_error_at, exit_zero_at, error_at, reply_at = detection.starts[1:5]
     wrappers = found.matching(stop=error_at)  # unwrap, not_error and exit_zero rules, not error
     not_error = any(not_error_at <= i < exit_zero_at for i in wrappers)
@@ -149,7 +144,7 @@ def classify(
             return SUCCESS
         rule = "wire-flag"
     elif exit_zero and not not_error and speaks and not tailed:
-        rule = reply(body, rules, held)
+        rule = reply(body, rules)
     elif not_error:  # `not_error` rules see the whole window and win
         return SUCCESS
     else:  # the first `error` rule the window matches, else the output inside a wrapper,
@@ -159,25 +154,25 @@ def classify(
         if first is not None and first < reply_at:
             rule = rules.error[first - error_at].id
         elif body is not window:  # the output inside a wrapper: its error rules, then replies
-            inside = rules.error_set.first(body, held)
-            rule = reply(body, rules, held) if inside is None else rules.error[inside].id
+            inside = rules.error_set.first(body)
+            rule = reply(body, rules) if inside is None else rules.error[inside].id
         else:
             rule = None if first is None else rules.reply[first - reply_at].id
     if rule is None or answered(command, body, rules):
         return SUCCESS
-    if tailed and (said_success or exit_zero) and not ends_in_failure(body, rules, held):
+    if tailed and (said_success or exit_zero) and not ends_in_failure(body, rules):
         return SUCCESS  # a successful pipe whose run's last lines do not say it failed
-    return _failure(tool, window, body, rule, rules, held)
+    return _failure(tool, window, body, rule, rules)
 
 
 TAIL_LINES = 6  # the last lines of a piped run's output that must say it failed
 
 
-def ends_in_failure(output: bytes, rules: Rules, held: frozenset[str]) -> bool:
+def ends_in_failure(output: bytes, rules: Rules) -> bool:
     """Whether a run piped into `tail`/`head` failed by its output: an error reply, or an
     error rule on its last `TAIL_LINES` non-empty lines (without the wrapper's trailing
     lines): a build or test run prints its verdict last, a log of recovered errors does not."""
-    if reply(output, rules, held) is not None:
+    if reply(output, rules) is not None:
         return True
     lines = [line for line in _without_trailer(output, rules).splitlines() if line.strip()]
     return rules.error_set.first(b"\n".join(lines[-TAIL_LINES:])) is not None
@@ -202,10 +197,10 @@ def answered(command: str, output: bytes, rules: Rules) -> bool:
     return rules.answer_set.first(b"$ " + command.encode() + b"\n" + output) is not None
 
 
-def reply(output: bytes, rules: Rules, held: frozenset[str] | None = None) -> str | None:
+def reply(output: bytes, rules: Rules) -> str | None:
     """The id of the first `reply` rule the output matches (an error reply that beats a
     successful exit status), or None."""
-    first = rules.reply_set.first(output, held)
+    first = rules.reply_set.first(output)
     return None if first is None else rules.reply[first].id
 
 
@@ -214,23 +209,14 @@ def _owner_rank(owner: tuple[int, ...], ranks: tuple[int, ...]) -> Callable[[int
     return lambda i: ranks[owner[i]]
 
 
-def _failure(
-    tool: str,
-    window: bytes,
-    body: bytes,
-    rule: str,
-    rules: Rules,
-    held: frozenset[str] | None = None,
-) -> Verdict:
+def _failure(tool: str, window: bytes, body: bytes, rule: str, rules: Rules) -> Verdict:
     """The verdict for a failure `rule` found: its key line (categories read more of it than
-    the verdict shows), category and subject. `held`: the window's literals, if known."""
-    if held is None:
-        held = rules.window_literals.held(window)
-    line = key_line(body, rules, CATEGORY_LINE_MAX, held)
+    the verdict shows), category and subject."""
+    line = key_line(body, rules, CATEGORY_LINE_MAX)
     encoded = line.encode()
-    category = categorise(tool, encoded, body, rules, held)
+    category = categorise(tool, encoded, body, rules)
     if category == "unknown" and body is not window:  # the wrapper's `Exit code: 124` says it
-        category = categorise(tool, b"", window[: len(window) - len(body)], rules, held)
+        category = categorise(tool, b"", window[: len(window) - len(body)], rules)
     subject = subject_of(category, encoded, body, rules)
     return Verdict(True, category, rule, _clip(line), subject)
 

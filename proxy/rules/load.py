@@ -27,7 +27,7 @@ from recovery_proxy.rules.model import (
     compile_pattern,
 )
 from recovery_proxy.rules.overlay import overlay
-from recovery_proxy.rules.pattern_set import Literals, PatternSet
+from recovery_proxy.rules.pattern_set import PatternSet
 from recovery_proxy.rules.schema import (
     TEMPLATE_NAMES,
     ErrorHints,
@@ -255,18 +255,6 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
     digest = hashlib.sha256()
     for name, rule_file in files.items():
         digest.update(name.encode() + b"\0" + rule_file.model_dump_json().encode())
-    window_sets = {  # the sets searched over a result's window, or a part of it
-        "detection_set": PatternSet(
-            [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error, *reply)],
-            "detection",
-            parts=(len(unwrap), len(not_error), len(exit_zero), len(error), len(reply)),
-        ),
-        "error_set": _pattern_set(error, "detection.error"),
-        "reply_set": _pattern_set(reply, "detection.reply"),
-        "key_line_set": _pattern_set(key_line, "detection.key_line"),
-        "category_set": _pattern_set([m for c in categories for m in c.matchers], "categories"),
-        "category_extra_set": _pattern_set([m for c in categories for m in c.extra], "categories"),
-    }
     return Rules(
         version=digest.hexdigest()[:12],
         source=source,
@@ -292,10 +280,18 @@ def build(files: dict[str, RuleFile], source: str = "") -> Rules:
         steer_provider=steer_provider,
         provider_instructions=provider_instructions,
         files=files,
-        **window_sets,
-        window_literals=Literals(list(window_sets.values())),
+        detection_set=PatternSet(
+            [m.regex.pattern for m in (*unwrap, *not_error, *exit_zero, *error, *reply)],
+            "detection",
+            parts=(len(unwrap), len(not_error), len(exit_zero), len(error), len(reply)),
+        ),
+        error_set=_pattern_set(error, "detection.error"),
+        reply_set=_pattern_set(reply, "detection.reply"),
         answer_set=_pattern_set(answers, "detection.answers"),
+        key_line_set=_pattern_set(key_line, "detection.key_line"),
+        category_set=_pattern_set([m for c in categories for m in c.matchers], "categories"),
         category_owner=tuple(i for i, c in enumerate(categories) for _ in c.matchers),
+        category_extra_set=_pattern_set([m for c in categories for m in c.extra], "categories"),
         category_extra_owner=tuple(i for i, c in enumerate(categories) for _ in c.extra),
         marker_set=_pattern_set(markers, "compaction.markers"),
     )

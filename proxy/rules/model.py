@@ -14,7 +14,7 @@ from typing import Any
 import re2
 
 from recovery_proxy.rules.errors import RulesError
-from recovery_proxy.rules.pattern_set import Literals, PatternSet
+from recovery_proxy.rules.pattern_set import PatternSet
 from recovery_proxy.rules.schema import (
     Escalation,
     Placement,
@@ -153,11 +153,6 @@ class Rules:
     category_extra_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
     category_extra_owner: tuple[int, ...] = field(default=(), compare=False, repr=False)
     marker_set: PatternSet = field(default_factory=PatternSet, compare=False, repr=False)
-    # The gating literals of the sets searched over a result's window (all but answers and
-    # markers): one pass over the window serves each of them.
-    window_literals: Literals = field(
-        default_factory=lambda: Literals([]), compare=False, repr=False
-    )
     # Texts already searched for markers: a system prompt or first message comes back on
     # every request of a session, and a text-keyed lookup is cheaper than searching it again.
     _marked: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)

@@ -42,9 +42,9 @@ class PatternSet:
     match, ascending. A set built from several lists (`parts`: their lengths) keeps where
     each list starts (`starts`): one search of a text serves all of them.
 
-    `gated`: each gated piece's pattern index and automaton; `by_literal[l]` the pieces
-    literal l gates; `literals` finds them in a text; `sets`: the other pieces' automata, each
-    with the pattern index of each of its pieces."""
+    `gated`: each gated piece's pattern index and automaton; `atoms` finds the literals in
+    the case-folded text, `gates[k]` the pieces literal k gates; `sets`: the other pieces'
+    automata, each with the pattern index of each of its pieces."""
 
     def __init__(
         self,
@@ -71,8 +71,12 @@ class PatternSet:
             else:
                 shared.append((owner, piece))
         self.gated = tuple(gated)
-        self.by_literal = {literal: tuple(found) for literal, found in by_literal.items()}
-        self.literals = Literals([self])
+        self.gates = tuple(tuple(found) for found in by_literal.values())
+        self.atoms: Any = None
+        if by_literal:
+            self.atoms = ahocorasick_rs.AhoCorasick(
+                list(by_literal), matchkind=ahocorasick_rs.MATCHKIND_STANDARD
+            )
         self.sets = tuple(
             (tuple(owner for owner, _ in group), _compiled([p for _, p in group], where))
             for group in _groups(shared, per_set)
@@ -81,48 +85,24 @@ class PatternSet:
             automaton = _compiled([p for _, p in anchored], where, re2.Set.MatchSet)
             self.sets += ((tuple(owner for owner, _ in anchored), automaton),)
 
-    def search(self, text: str | bytes, held: frozenset[str] | None = None) -> TextSearch:
+    def search(self, text: str | bytes) -> TextSearch:
         """`text` searched as far as the cheap part goes: the shared automata searched, the
-        gated pieces whose literals it holds known; those are searched only when asked.
-        `held`: the literals a `Literals` pass found in `text`, or in a text that holds it (a
-        superset only costs searches), instead of a pass of this set's own."""
+        gated pieces whose literals it holds known; those are searched only when asked."""
         hits = {owners[i] for owners, automaton in self.sets for i in automaton.Match(text) or ()}
-        if held is None:
-            held = self.literals.held(text)
-        gates = self.by_literal
-        found = {g for literal in held if literal in gates for g in gates[literal]}
-        return TextSearch(text, sorted(hits), [self.gated[g] for g in sorted(found)])
+        candidates: list[tuple[int, Any]] = []
+        if self.atoms is not None:
+            folded = (text.decode(errors="replace") if isinstance(text, bytes) else text).casefold()
+            found = {k for k, _, _ in self.atoms.find_matches_as_indexes(folded, overlapping=True)}
+            candidates = [self.gated[g] for g in sorted({g for k in found for g in self.gates[k]})]
+        return TextSearch(text, sorted(hits), candidates)
 
-    def matching(self, text: str | bytes, held: frozenset[str] | None = None) -> list[int]:
+    def matching(self, text: str | bytes) -> list[int]:
         """Indices of the matching patterns; `text` as UTF-8 bytes saves an encoding a call."""
-        return self.search(text, held).matching()
+        return self.search(text).matching()
 
-    def first(self, text: str | bytes, held: frozenset[str] | None = None) -> int | None:
+    def first(self, text: str | bytes) -> int | None:
         """The first matching pattern (its index), or None; searches only until it is known."""
-        return self.search(text, held).first()
-
-
-class Literals:
-    """The gating literals of some `PatternSet`s, found in a text by one Aho-Corasick pass
-    over its case-folded form: one pass serves every set searched over that text."""
-
-    def __init__(self, sets: list[PatternSet]) -> None:
-        self.strings = tuple(dict.fromkeys(lit for s in sets for lit in s.by_literal))
-        self.atoms: Any = None
-        if self.strings:
-            self.atoms = ahocorasick_rs.AhoCorasick(
-                list(self.strings), matchkind=ahocorasick_rs.MATCHKIND_STANDARD
-            )
-
-    def held(self, text: str | bytes) -> frozenset[str]:
-        """The literals `text` holds (case-folded)."""
-        if self.atoms is None:
-            return frozenset()
-        folded = (text.decode(errors="replace") if isinstance(text, bytes) else text).casefold()
-        strings = self.strings
-        return frozenset(
-            strings[k] for k, _, _ in self.atoms.find_matches_as_indexes(folded, overlapping=True)
-        )
+        return self.search(text).first()
 
 
 class TextSearch:
