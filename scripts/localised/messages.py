@@ -111,6 +111,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("postgres-15", 'password authentication failed for user "%s"', "auth_error", "tool"),
     ("postgres-15", 'duplicate key value violates unique constraint "%s"', "conflict", "tool"),
     ("postgres-15", "canceling statement due to statement timeout", "timeout", "tool"),
+    ("postgres-15", "canceling statement due to lock timeout", "timeout", "tool"),
     ("postgres-15", "syntax error", "invalid_params", "category"),
     ("postgres-15", '%s at or near "%s"', "invalid_params", "category"),
     ("postgres-15", "ERROR", "", "severity"),
