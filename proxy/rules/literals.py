@@ -135,7 +135,7 @@ def _sequence(items: Any) -> Info:
     run: frozenset[str] = _EMPTY  # the exact strings of the parts since the last unknown one
     options: list[frozenset[str] | None] = []
     all_exact = True
-    for op, arg in items:
+    for op, arg in _flat(items):
         node_exact, node_required = _node(op, arg)
         options.append(node_required)
         if node_exact is not None and len(run) * len(node_exact) <= MAX_EXACT:
@@ -145,6 +145,16 @@ def _sequence(items: Any) -> Info:
         all_exact = False
         run = node_exact if node_exact is not None else _EMPTY
     return (run if all_exact else None), _best([*options, run])
+
+
+def _flat(items: Any) -> Any:
+    """A sequence's nodes with groups opened (`│ (Error: ...)` is `│ Error: ...`): a group's
+    literals join its neighbours'."""
+    for op, arg in items:
+        if op is sre.SUBPATTERN:
+            yield from _flat(arg[-1])
+        else:
+            yield op, arg
 
 
 def _node(op: Any, arg: Any) -> Info:
@@ -166,8 +176,10 @@ def _node(op: Any, arg: Any) -> Info:
         return None, frozenset().union(*(found for found in each if found is not None))
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
         low, high, sub = arg
-        if low == 0:
-            return None, None
+        if low == 0:  # optional: its exact strings or nothing (`WARN(?:ING)?`, `code:?`)
+            inner = _sequence(sub)
+            small = high == 1 and inner[0] is not None and len(inner[0]) < MAX_EXACT
+            return (inner[0] | _EMPTY, None) if small and inner[0] is not None else (None, None)
         inner = _sequence(sub)
         return inner if (low, high) == (1, 1) else (None, _required(inner))
     if op is sre.IN:

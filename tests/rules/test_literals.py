@@ -24,6 +24,9 @@ from tests.corpus import CORPORA, load_corpus
         ("a\\x{a0}:\\x{202f}bc", {"a\xa0:\u202fbc"}),  # RE2's \x{...}
         ("(?P<tool>\\w+) failed|(?<x>\\w+) panicked", {" failed", " panicked"}),
         ("(?:abc)+xyzw", {"xyzw"}),  # the longer of two requirements
+        ("Exit code:? 1", {"exit code 1", "exit code: 1"}),  # an optional part stays exact
+        ("\\[(?:ERROR|WARN(?:ING)?)\\]\\t", {"[error]\t", "[warn]\t", "[warning]\t"}),
+        ("(?m)^│ (Error: [^\\n]+)", {"│ error: "}),  # a group joins its neighbours
         (
             "(?m)^(?:冲突|衝突)[（(]",
             {"冲突（", "冲突(", "衝突（", "衝突("},
