@@ -176,11 +176,12 @@ def _node(op: Any, arg: Any) -> Info:
         return None, frozenset().union(*(found for found in each if found is not None))
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
         low, high, sub = arg
-        if low == 0:  # optional: its exact strings or nothing (`WARN(?:ING)?`, `code:?`)
-            inner = _sequence(sub)
-            small = high == 1 and inner[0] is not None and len(inner[0]) < MAX_EXACT
-            return (inner[0] | _EMPTY, None) if small and inner[0] is not None else (None, None)
         inner = _sequence(sub)
+        if low == 0:  # optional: its exact strings or nothing (`WARN(?:ING)?`, `code:?`)
+            exact = inner[0]
+            if high == 1 and exact is not None and len(exact) < MAX_EXACT:
+                return exact | _EMPTY, None
+            return None, None
         return inner if (low, high) == (1, 1) else (None, _required(inner))
     if op is sre.IN:
         return _class(arg), None
