@@ -172,10 +172,9 @@ def ends_in_failure(output: bytes, rules: Rules) -> bool:
     """Whether a run piped into `tail`/`head` failed by its output: an error reply, or an
     error rule on its last `TAIL_LINES` non-empty lines (without the wrapper's trailing
     lines): a build or test run prints its verdict last, a log of recovered errors does not."""
-    if reply(output, rules) is not None:
-        return True
     lines = [line for line in _without_trailer(output, rules).splitlines() if line.strip()]
-    return rules.error_set.first(b"\n".join(lines[-TAIL_LINES:])) is not None
+    last = b"\n".join(lines[-TAIL_LINES:])  # a few lines: searched before the whole output
+    return rules.error_set.first(last) is not None or reply(output, rules) is not None
 
 
 def _without_trailer(output: bytes, rules: Rules) -> bytes:

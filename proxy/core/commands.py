@@ -11,14 +11,12 @@ import re2
 COMMAND_MAX = 2000  # characters of a command line that are read
 _SHELLS = frozenset(("bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell", "cmd"))
 _QUOTED = re2.compile(r"'[^']*'" + r'|"(?:[^"\\]|\\.)*"')  # shell quoting, to see past it
-_READER = re2.compile(  # a step that only reads or sets up: its exit status hides nothing
+_READER = re2.compile(  # a step that only reads, queries or sets up: its exit status hides nothing
     r"(?:grep|egrep|fgrep|rg|cat|head|tail|ls|echo|printf|wc|find|jq|sort|uniq|cut|date|pwd|"
     r"which|env|cd|export|set|source|true|sleep|git (?:log|status|diff|show|branch|remote)|"
+    r"kubectl\s+(?:\S+\s+)*?(?:get|describe|logs|events|top)|docker\s+(?:logs|ps|inspect|"
+    r"images)|journalctl|ps|awk|sed|dmesg|lsof|ss|netstat|tree|history|"
     r"do|done|then|else|fi)\b|\s*\z"
-)
-_QUERY = re2.compile(  # a producer whose output is read, not run: logs, events, listings
-    r"(?:kubectl\s+(?:\S+\s+)*?(?:get|describe|logs|events|top)|docker\s+(?:logs|ps|inspect|"
-    r"images)|journalctl|ps|awk|sed|dmesg|lsof|ss|netstat|tree|history)\b"
 )
 _TAIL_STAGE = re2.compile(r"\s*(?:tail|head)\b")
 _SEQUENCE = re2.compile(r";|&&|\|\|")
@@ -70,5 +68,4 @@ def piped_into_tail(command: str) -> bool:
         len(stages) > 1
         and _TAIL_STAGE.match(stages[-1]) is not None
         and not _READER.match(producer)
-        and not _QUERY.match(producer)
     )

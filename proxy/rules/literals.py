@@ -162,8 +162,6 @@ def _node(op: Any, arg: Any) -> Info:
         return frozenset([chr(arg).casefold()]), None
     if op is sre.AT:  # ^ $ \A \z \b: match the empty string
         return _EMPTY, None
-    if op is sre.SUBPATTERN:
-        return _sequence(arg[-1])
     if op is sre.BRANCH:
         branches = [_sequence(branch) for branch in arg[1]]
         if all(exact is not None for exact, _ in branches):
