@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -15,7 +16,8 @@ import httpx
 import pytest
 
 from recovery_proxy.config import Settings
-from recovery_proxy.rules.load import default_rules_dir
+from recovery_proxy.rules.load import default_rules_dir, load_rules
+from recovery_proxy.rules.model import Rules
 from recovery_proxy.server.app import RewriterFactory, create_app
 from tests.upstream import ROOT
 
@@ -36,12 +38,25 @@ def make_settings(**overrides: Any) -> Settings:
     return Settings(**values)
 
 
+@functools.cache
+def bundled_rules() -> Rules:
+    """The bundled rules, loaded once for the whole run (loading takes about half a second)."""
+    return load_rules()
+
+
+def bundled_rules_for(settings: Settings) -> Rules | None:
+    """The loaded bundled rules when `settings` read those alone, else None (the app loads its
+    own)."""
+    return bundled_rules() if settings.rules is None and settings.extra_rules is None else None
+
+
 @asynccontextmanager
 async def proxy_client(
     settings: Settings | None = None, rewriter_factory: RewriterFactory | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client talking to the real app (lifespan run) over ASGI."""
-    app = create_app(settings or make_settings(), rewriter_factory)
+    settings = settings or make_settings()
+    app = create_app(settings, rewriter_factory, bundled_rules_for(settings))
     async with app.lifespan():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy.local") as client:

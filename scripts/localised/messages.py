@@ -90,6 +90,7 @@ MESSAGES: tuple[tuple[str, str, str, str], ...] = (
     ("wget", "%s: unable to resolve host address %s\n", "connection_error", "tool"),
     ("wget", "failed: %s.\n", "", "dots"),
     ("git", "pathspec '%s' did not match any file(s) known to git", "not_found", "tool"),
+    ("git", "git: '%s' is not a git command. See 'git --help'.", "invalid_params", "tool"),
     ("git", "pathspec '%s' did not match any files", "not_found", "tool"),
     ("git", "not a git repository (or any of the parent directories): %s", "not_found", "tool"),
     ("git", "CONFLICT (%s): Merge conflict in %s", "conflict", "tool"),

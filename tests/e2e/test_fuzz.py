@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from recovery_proxy.server.app import RecoveryProxy, create_app
 from recovery_proxy.wire import FORMATS
-from tests.conftest import make_settings
+from tests.conftest import bundled_rules, make_settings
 from tests.upstream import upstream_mock
 
 ROUTES = [(wire.name, path) for wire in FORMATS for path in wire.paths]
@@ -67,6 +67,11 @@ def _is_error_shape(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error"), dict)
 
 
+def _app() -> RecoveryProxy:
+    """An app over the bundled rules, loaded once: each example opens its own."""
+    return create_app(make_settings(), rules=bundled_rules())
+
+
 def _run(app: RecoveryProxy, coro: Any) -> Any:
     async def with_lifespan() -> Any:
         async with app.lifespan():
@@ -100,7 +105,7 @@ def test_fuzzed_bodies_never_500(
     with upstream_mock(assert_all_called=False) as mock:
         for _, route_path in ROUTES:
             mock.post(f"http://x{route_path}").mock(return_value=httpx.Response(200, json={}))
-        _run(create_app(make_settings()), go)
+        _run(_app(), go)
 
 
 @fuzz
@@ -134,4 +139,4 @@ def test_fuzzed_headers_and_paths_never_500(
             assert (await client.get("/healthz")).status_code == 200
 
     with upstream_mock(assert_all_called=False):
-        _run(create_app(make_settings()), go)
+        _run(_app(), go)

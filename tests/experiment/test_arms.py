@@ -5,6 +5,7 @@ real SQLite store counts both arms; `recovery-proxy report` prints it."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -40,9 +41,10 @@ def key_of(name: str, api_key: str = API_KEY) -> str:
 
 
 def names_in(arm: str, count: int, fraction: float = FRACTION) -> list[str]:
-    """`count` session names that `arm_of` puts in `arm`."""
+    """`count` session names that `arm_of` puts in `arm` (the first found: each key costs a
+    settings load)."""
     names = (f"ab-{n}" for n in range(10_000))
-    return [n for n in names if arm_of(key_of(n), fraction) == arm][:count]
+    return list(itertools.islice((n for n in names if arm_of(key_of(n), fraction) == arm), count))
 
 
 def sqlite_settings(tmp_path: Path, **extra: Any) -> Settings:
