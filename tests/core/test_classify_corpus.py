@@ -48,6 +48,8 @@ from tests.corpus import (
     HOLDOUT12_UNSEEN,
     HOLDOUT13,
     HOLDOUT13_UNSEEN,
+    HOLDOUT14,
+    HOLDOUT14_UNSEEN,
     SPLIT,
     language,
     load_corpus,
@@ -297,6 +299,8 @@ README_ROWS = {  # the start of a row in the README's "Detection quality" table 
     "| **its unseen part** (`tool_results_holdout12_unseen.yaml`": HOLDOUT12_UNSEEN,
     "| its tuning part (`tool_results_holdout13.yaml`)": HOLDOUT13,
     "| **its unseen part** (`tool_results_holdout13_unseen.yaml`": HOLDOUT13_UNSEEN,
+    "| its tuning part (`tool_results_holdout14.yaml`)": HOLDOUT14,
+    "| **its unseen part** (`tool_results_holdout14_unseen.yaml`": HOLDOUT14_UNSEEN,
 }
 
 
