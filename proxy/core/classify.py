@@ -115,8 +115,9 @@ def classify(
     `exit_zero` wrapper) decides too, unless the output is an error `reply` (an HTTP error
     body or page, a database or cache client's error: curl and redis-cli exit 0 on those).
     A successful exit status of a sequence (`a; b`) says nothing about the steps before the
-    last: the output is judged as if it had none. That of a run piped into `tail` or `head`
-    is tail's: the run failed if its output's last lines say so (`ends_in_failure`).
+    last: the output is judged as if it had none. That of a run piped into `tail`, `head` or
+    `grep` is the filter's: the run failed if its output's last lines say so
+    (`ends_in_failure`).
     A failure is an answer after all when an `answers` rule matches the call's `command`
     (proxy/core/commands.py) and its output: `grep -c` counting 0, `systemctl is-active` saying
     `inactive`. Every pattern reads the window's UTF-8 bytes: one encoding, not one per search."""
@@ -169,7 +170,7 @@ TAIL_LINES = 6  # the last lines of a piped run's output that must say it failed
 
 
 def ends_in_failure(output: bytes, rules: Rules) -> bool:
-    """Whether a run piped into `tail`/`head` failed by its output: an error reply, or an
+    """Whether a run piped into `tail`, `head` or `grep` failed by its output: an error reply, or an
     error rule on its last `TAIL_LINES` non-empty lines (without the wrapper's trailing
     lines): a build or test run prints its verdict last, a log of recovered errors does not."""
     lines = [line for line in _without_trailer(output, rules).splitlines() if line.strip()]

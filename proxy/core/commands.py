@@ -18,7 +18,9 @@ _READER = re2.compile(  # a step that only reads, queries or sets up: its exit s
     r"images)|journalctl|ps|awk|sed|dmesg|lsof|ss|netstat|tree|history|"
     r"do|done|then|else|fi)\b|\s*\z"
 )
-_TAIL_STAGE = re2.compile(r"\s*(?:tail|head|(?i:select(?:-object)?\s+-(?:last|first)))\b")
+_FILTER_STAGE = re2.compile(  # a last pipe stage that keeps some of the lines
+    r"\s*(?:tail|head|grep|egrep|rg|(?i:select(?:-object)?\s+-(?:last|first)))\b"
+)
 _SEQUENCE = re2.compile(r";|&&|\|\|")
 _CD_STEPS = re2.compile(r"\A(?:cd\s+[^;&|]+?\s*(?:&&|;)\s*)+")
 
@@ -56,17 +58,17 @@ def exit_status_speaks(command: str) -> bool:
 
 
 def piped_into_tail(command: str) -> bool:
-    """Whether the command's last step runs something and pipes it into `tail` or `head`
-    (`cargo test 2>&1 | tail -30`, PowerShell's `Select-Object -Last N`): its exit status is
-    the pipe's last stage's, so it says nothing about the run; what the run printed last does.
-    Not for readers and queries (`cat app.log | tail`, `kubectl get events | tail`): their
-    exit status is the answer's."""
+    """Whether the command's last step runs something and pipes it into `tail`, `head` or a
+    `grep` (`cargo test 2>&1 | tail -30`, `xcodebuild test | grep -E 'error|TEST'`,
+    PowerShell's `Select-Object -Last N`): its exit status is the pipe's last stage's, so it
+    says nothing about the run; what the run printed last does. Not for readers and queries
+    (`cat app.log | tail`, `kubectl get events | grep`): their exit status is the answer's."""
     if "|" not in command:
         return False
     stages = _SEQUENCE.split(_QUOTED.sub("", command))[-1].split("|")
     producer = stages[0].strip()
     return (
         len(stages) > 1
-        and _TAIL_STAGE.match(stages[-1]) is not None
+        and _FILTER_STAGE.match(stages[-1]) is not None
         and not _READER.match(producer)
     )

@@ -65,7 +65,8 @@ def test_exit_status_speaks_for_the_last_step_of_a_sequence(command, speaks) -> 
         ("uv run pytest -q 2>&1|head -n 40", True),
         ("cd web && npm run build 2>&1 | tee build.log | tail -5", True),
         ("make", False),
-        ("make | grep error", False),  # a filter, not the run's last lines
+        ("make | grep error", True),  # grep's exit status: what it kept says how the run went
+        ("& RunUAT.bat BuildCookRun 2>&1 | Select-Object -Last 14", True),  # PowerShell's tail
         ("cat app.log | tail -50", False),  # readers and queries: the exit status is theirs
         ("kubectl get events -n api --sort-by=.lastTimestamp | tail -4", False),
         ("docker logs api 2>&1 | grep -i error | head -4", False),
