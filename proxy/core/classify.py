@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from recovery_proxy.core.commands import exit_status_speaks, piped_into_tail
+from recovery_proxy.core.commands import exit_status_speaks, piped_into_filter
 from recovery_proxy.rules.model import Rules
 
 KEY_LINE_MAX = 200  # characters of the key line a verdict shows
@@ -125,7 +125,7 @@ def classify(
     rule: str | None
     said_success = is_error is False
     speaks = exit_status_speaks(command)
-    tailed = speaks and piped_into_tail(command)  # `make 2>&1 | tail`: tail's exit status
+    tailed = speaks and piped_into_filter(command)  # `make 2>&1 | tail`: tail's exit status
     if said_success and (tailed or not speaks):
         is_error = None
     if is_error is False:

@@ -57,7 +57,7 @@ def exit_status_speaks(command: str) -> bool:
     return all(_READER.match(step.strip()) for step in before)
 
 
-def piped_into_tail(command: str) -> bool:
+def piped_into_filter(command: str) -> bool:
     """Whether the command's last step runs something and pipes it into `tail`, `head` or a
     `grep` (`cargo test 2>&1 | tail -30`, `xcodebuild test | grep -E 'error|TEST'`,
     PowerShell's `Select-Object -Last N`): its exit status is the pipe's last stage's, so it

@@ -90,7 +90,7 @@ class PatternSet:
         gated pieces whose literals it holds known; those are searched only when asked."""
         if isinstance(text, str):
             text = text.encode()
-        hits = {owners[i] for owners, automaton in self.sets for i in automaton.Match(text)}
+        hits = {owners[i] for owners, automaton in self.sets for i in automaton.Match(text) or ()}
         candidates: list[tuple[int, Any]] = []
         if self.atoms is not None:
             folded = text.decode(errors="replace").casefold()
@@ -211,8 +211,7 @@ def _groups(pieces: list[tuple[int, str]], per_set: int) -> list[list[tuple[int,
 
 def _compiled(patterns: list[str], where: str, kind: Any = re2.Set.SearchSet) -> Any:
     """One RE2::Set of `patterns` (by default an unanchored search), or a RulesError naming
-    `where`. The binding's own set: its `Match(bytes)` is the indices of the matching patterns
-    (a list, empty for none), without the wrapper's call in Python (a tenth of a search)."""
+    `where`."""
     regex_set = kind(_SET_OPTIONS)
     try:
         for pattern in patterns:
@@ -220,4 +219,4 @@ def _compiled(patterns: list[str], where: str, kind: Any = re2.Set.SearchSet) ->
         regex_set.Compile()
     except re2.error as exc:
         raise RulesError(f"{where}: patterns do not compile together: {exc}") from None
-    return regex_set._set
+    return regex_set

@@ -328,7 +328,7 @@ def test_a_failure_before_the_last_step_is_judged_by_its_output(rules) -> None:
     assert not classify(rules, "Bash", out, False, "ruff check src/ && pytest -q").error
 
 
-def test_a_run_piped_into_tail_is_judged_by_its_last_lines(rules) -> None:
+def test_a_run_piped_into_a_filter_is_judged_by_its_last_lines(rules) -> None:
     """`cargo test | tail` exits with tail's 0: the run's verdict printed last decides; a
     recovered error earlier in its output does not."""
     failed = "test query::tests::fuzzy ... FAILED\n\ntest result: FAILED. 11 passed; 1 failed"

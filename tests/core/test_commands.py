@@ -8,7 +8,7 @@ from recovery_proxy.core.commands import (
     COMMAND_MAX,
     command_line,
     exit_status_speaks,
-    piped_into_tail,
+    piped_into_filter,
 )
 
 KEYS = ("command", "cmd")
@@ -42,7 +42,7 @@ def test_command_line_is_bounded() -> None:
     [
         ("pytest -q", True),
         ("", True),
-        ("make 2>&1 | tail -20", True),  # a pipe: `piped_into_tail` judges that one
+        ("make 2>&1 | tail -20", True),  # a pipe: `piped_into_filter` judges that one
         ("npm test || true", True),  # the failure was meant to be ignored
         ("ruff check src/; pytest -q", False),  # pytest's exit status, not ruff's
         ("for f in *.json; do curl -sf -d @$f $URL; done", False),
@@ -74,5 +74,5 @@ def test_exit_status_speaks_for_the_last_step_of_a_sequence(command, speaks) -> 
         ("echo 'make | tail'", False),  # quoted
     ],
 )
-def test_piped_into_tail_is_a_run_whose_last_lines_are_shown(command, tailed) -> None:
-    assert piped_into_tail(command) is tailed
+def test_piped_into_a_filter_is_a_run_whose_last_lines_are_shown(command, tailed) -> None:
+    assert piped_into_filter(command) is tailed
