@@ -125,7 +125,7 @@ def classify(
     rule: str | None
     said_success = is_error is False
     speaks = exit_status_speaks(command)
-    tailed = speaks and piped_into_filter(command)  # `make 2>&1 | tail`: tail's exit status
+    tailed = speaks and piped_into_filter(command)  # `make 2>&1 | tail`: the filter's exit status
     if said_success and (tailed or not speaks):
         is_error = None
     if is_error is False:

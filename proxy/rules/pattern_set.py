@@ -88,12 +88,10 @@ class PatternSet:
     def search(self, text: str | bytes) -> TextSearch:
         """`text` searched as far as the cheap part goes: the shared automata searched, the
         gated pieces whose literals it holds known; those are searched only when asked."""
-        if isinstance(text, str):
-            text = text.encode()
         hits = {owners[i] for owners, automaton in self.sets for i in automaton.Match(text) or ()}
         candidates: list[tuple[int, Any]] = []
         if self.atoms is not None:
-            folded = text.decode(errors="replace").casefold()
+            folded = (text.decode(errors="replace") if isinstance(text, bytes) else text).casefold()
             found = {k for k, _, _ in self.atoms.find_matches_as_indexes(folded, overlapping=True)}
             candidates = [self.gated[g] for g in sorted({g for k in found for g in self.gates[k]})]
         return TextSearch(text, sorted(hits), candidates)
